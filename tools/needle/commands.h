@@ -1,0 +1,10 @@
+// The `needle` subcommands. Each returns the process exit code; errors are
+// thrown as needle::Error and reported by main (one line on stderr, exit 2).
+#pragma once
+
+namespace needle::cli {
+
+int RunRandom(int argc, char** argv);
+int RunInspect(int argc, char** argv);
+
+}  // namespace needle::cli

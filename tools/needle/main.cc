@@ -1,0 +1,50 @@
+// needle: one binary, subcommands, `--help` on each.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "base/error.h"
+#include "commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* summary;
+};
+
+const Command kCommands[] = {
+    {"random", needle::cli::RunRandom, "create an archive with random weights (SPEC §1 init)"},
+    {"inspect", needle::cli::RunInspect, "validate an archive and show geometry, budget and tensors"},
+};
+
+void Usage(FILE* out) {
+  std::fprintf(out, "usage: needle <command> [flags]   (needle <command> --help for details)\n\ncommands:\n");
+  for (const auto& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    Usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  for (const auto& c : kCommands) {
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    try {
+      return c.run(argc - 2, argv + 2);
+    } catch (const needle::Error& e) {
+      std::fprintf(stderr, "needle %s: error [%s]: %s\n", c.name, needle::ErrorCodeName(e.code()), e.what());
+      return 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "needle %s: error [internal_error]: %s\n", c.name, e.what());
+      return 2;
+    }
+  }
+  std::fprintf(stderr, "needle: unknown command '%s'\n", argv[1]);
+  Usage(stderr);
+  return 2;
+}
