@@ -1,0 +1,42 @@
+// A small fixed pool for splitting row ranges of one matrix product across
+// cores. No allocation, no std::function, no locks on the hot path: the caller
+// publishes (fn, ctx, n) and bumps a generation counter; workers spin briefly,
+// then sleep on the atomic (C++20 wait/notify).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace needle {
+
+class ThreadPool {
+ public:
+  using RangeFn = void (*)(void* ctx, uint32_t begin, uint32_t end);
+
+  explicit ThreadPool(uint32_t threads);  // total threads including the caller; >= 1
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  uint32_t threads() const { return threads_; }
+  // Runs fn(ctx, b, e) over [0, n) split into `threads` contiguous ranges
+  // (multiples of `align`), the caller doing the first. Returns when all are done.
+  void ParallelFor(uint32_t n, RangeFn fn, void* ctx, uint32_t align = 1);
+
+ private:
+  void WorkerLoop(uint32_t index);
+
+  uint32_t threads_;
+  std::vector<std::thread> workers_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint32_t> pending_{0};
+  std::atomic<bool> stop_{false};
+  // The job of the current generation (written before generation_ is bumped).
+  RangeFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  uint32_t n_ = 0, align_ = 1;
+};
+
+}  // namespace needle

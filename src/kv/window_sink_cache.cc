@@ -1,0 +1,106 @@
+#include "kv/window_sink_cache.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+#include "kv/budget.h"
+
+namespace needle {
+
+void QuantizeKvRow(const float* x, uint32_t n, int8_t* q, float* scales) {
+  for (uint32_t g = 0; g * kKvGroup < n; ++g) {
+    const uint32_t b = g * kKvGroup, e = std::min(n, b + kKvGroup);
+    float mx = 0.0f;
+    for (uint32_t i = b; i < e; ++i) mx = std::max(mx, std::fabs(x[i]));
+    const float scale = mx > 0.0f ? mx / 127.0f : 1.0f;
+    const float inv = 1.0f / scale;
+    scales[g] = scale;
+    for (uint32_t i = b; i < e; ++i) q[i] = static_cast<int8_t>(std::lrint(x[i] * inv));
+  }
+}
+
+WindowSinkCache::WindowSinkCache(const CacheGeometry& g) : g_(g) {
+  if (g.window == 0) throw Error(ErrorCode::kInvalidArgument, "kv cache: window must be positive");
+  if (g.layers == 0 || g.kv_heads == 0 || g.head_dim == 0) throw Error(ErrorCode::kInvalidArgument, "kv cache: empty geometry");
+  groups_ = (g.head_dim + kKvGroup - 1) / kKvGroup;
+  const size_t row = size_t(g.kv_heads) * g.head_dim, srow = size_t(g.kv_heads) * groups_;
+  k_sink_.assign(size_t(g.layers) * g.sink_capacity * row, 0);
+  v_sink_.assign(k_sink_.size(), 0);
+  k_ring_.assign(size_t(g.layers) * g.window * row, 0);
+  v_ring_.assign(k_ring_.size(), 0);
+  ks_sink_.assign(size_t(g.layers) * g.sink_capacity * srow, 0.0f);
+  vs_sink_.assign(ks_sink_.size(), 0.0f);
+  ks_ring_.assign(size_t(g.layers) * g.window * srow, 0.0f);
+  vs_ring_.assign(ks_ring_.size(), 0.0f);
+  token_ring_.assign(std::max<uint32_t>(1, g.token_history), 0);
+  engram_ring_.assign(size_t(g.engram_sites) * std::max<uint32_t>(1, g.engram_value_history) * g.d_model, 0.0f);
+  token_ring_at_sinks_ = token_ring_;  // sized once: Commit copies into them without allocating
+  engram_ring_at_sinks_ = engram_ring_;
+}
+
+uint32_t WindowSinkCache::window_valid() const {
+  const int64_t beyond = tokens_ - g_.sink_capacity;
+  return beyond <= 0 ? 0u : static_cast<uint32_t>(std::min<int64_t>(beyond, g_.window));
+}
+
+void WindowSinkCache::Store(uint32_t layer, int64_t t, uint32_t head, const float* k, const float* v) {
+  const bool sink = IsSink(t);
+  const uint32_t slot = sink ? static_cast<uint32_t>(t) : RingSlot(t);
+  const uint32_t slots = sink ? g_.sink_capacity : g_.window;
+  const size_t r = Row(layer, slot, slots) + size_t(head) * g_.head_dim;
+  const size_t s = ScaleRow(layer, slot, slots) + size_t(head) * groups_;
+  if (sink) {
+    QuantizeKvRow(k, g_.head_dim, &k_sink_[r], &ks_sink_[s]);
+    QuantizeKvRow(v, g_.head_dim, &v_sink_[r], &vs_sink_[s]);
+  } else {
+    QuantizeKvRow(k, g_.head_dim, &k_ring_[r], &ks_ring_[s]);
+    QuantizeKvRow(v, g_.head_dim, &v_ring_[r], &vs_ring_[s]);
+  }
+}
+
+void WindowSinkCache::Commit(int64_t t) {
+  tokens_ = t + 1;
+  if (tokens_ == g_.sink_capacity) {
+    token_ring_at_sinks_ = token_ring_;
+    engram_ring_at_sinks_ = engram_ring_;
+  }
+}
+
+int32_t WindowSinkCache::TokenAt(int64_t t) const {
+  if (t < 0) return 0;
+  return token_ring_[static_cast<size_t>(t % static_cast<int64_t>(token_ring_.size()))];
+}
+
+void WindowSinkCache::PushToken(int64_t t, int32_t id) {
+  token_ring_[static_cast<size_t>(t % static_cast<int64_t>(token_ring_.size()))] = id;
+}
+
+float* WindowSinkCache::EngramValue(uint32_t site, int64_t t) {
+  const size_t h = std::max<uint32_t>(1, g_.engram_value_history);
+  return &engram_ring_[(size_t(site) * h + static_cast<size_t>(t % static_cast<int64_t>(h))) * g_.d_model];
+}
+
+const float* WindowSinkCache::EngramValue(uint32_t site, int64_t t) const {
+  return const_cast<WindowSinkCache*>(this)->EngramValue(site, t);
+}
+
+void WindowSinkCache::ResetToSinks() {
+  if (tokens_ <= g_.sink_capacity) return;
+  tokens_ = g_.sink_capacity;
+  if (g_.sink_capacity == 0) {
+    std::fill(token_ring_.begin(), token_ring_.end(), 0);
+    std::fill(engram_ring_.begin(), engram_ring_.end(), 0.0f);
+  } else {
+    token_ring_ = token_ring_at_sinks_;
+    engram_ring_ = engram_ring_at_sinks_;
+  }
+}
+
+uint64_t WindowSinkCache::bytes() const {
+  return k_sink_.size() + v_sink_.size() + k_ring_.size() + v_ring_.size() +
+         4 * (ks_sink_.size() + vs_sink_.size() + ks_ring_.size() + vs_ring_.size()) +
+         8 * engram_ring_.size() + 8 * token_ring_.size();
+}
+
+}  // namespace needle

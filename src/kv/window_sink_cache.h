@@ -1,0 +1,104 @@
+// The bounded KV cache of SPEC §3: the pinned prefix (sinks) plus a ring of
+// the W most recent positions, int8 K/V with one fp32 scale per 32 values
+// along the head dimension, and the short token/engram history the engram
+// sites need. Everything is allocated once, at construction, from the model
+// geometry, the sink length and the window: nothing grows with the conversation.
+//
+// Keys are stored already rotated (RoPE): sink keys at their positions
+// 0..S-1, window keys at their absolute token counter. A query is rotated
+// twice — at its counter for the window scores, and at S + nw - 1 for the
+// sink scores — which realises the positions rule (the window sits right
+// after the sinks) without ever re-rotating a stored key.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace needle {
+
+struct CacheGeometry {
+  uint32_t layers = 0;
+  uint32_t kv_heads = 0;
+  uint32_t head_dim = 0;
+  uint32_t sink_capacity = 0;  // S: length of the pinned prefix
+  uint32_t window = 0;         // W: ring slots
+  uint32_t d_model = 0;
+  uint32_t engram_sites = 0;
+  uint32_t engram_value_history = 0;  // ev0 vectors kept per site: (taps-1)*dilation + 1
+  uint32_t token_history = 0;         // token ids kept for engram hashing
+};
+
+class WindowSinkCache {
+ public:
+  explicit WindowSinkCache(const CacheGeometry& g);
+  WindowSinkCache(const WindowSinkCache&) = delete;
+  WindowSinkCache& operator=(const WindowSinkCache&) = delete;
+  WindowSinkCache(WindowSinkCache&&) = default;
+  WindowSinkCache& operator=(WindowSinkCache&&) = default;
+
+  const CacheGeometry& geometry() const { return g_; }
+  uint32_t groups_per_head() const { return groups_; }  // ceil(head_dim / 32)
+
+  // Absolute token counter: tokens stored so far (sinks included).
+  int64_t tokens() const { return tokens_; }
+  uint32_t sinks_stored() const { return static_cast<uint32_t>(tokens_ < g_.sink_capacity ? tokens_ : g_.sink_capacity); }
+  // Valid window slots when the next query is token t (itself included once stored).
+  uint32_t window_valid() const;
+
+  // Slot for token t: sink slot t (t < S), else ring slot (t - S) % W.
+  bool IsSink(int64_t t) const { return t < g_.sink_capacity; }
+  uint32_t RingSlot(int64_t t) const { return static_cast<uint32_t>((t - g_.sink_capacity) % g_.window); }
+
+  // Quantizes and stores one head's key (already rotated) and value for token t.
+  void Store(uint32_t layer, int64_t t, uint32_t head, const float* k, const float* v);
+  // Advances the counter after all layers stored token t (t == tokens()).
+  void Commit(int64_t t);
+
+  // Int8 rows and scales: [kv_heads][head_dim] int8 and [kv_heads][groups] fp32 per slot.
+  const int8_t* SinkK(uint32_t layer, uint32_t slot) const { return &k_sink_[Row(layer, slot, g_.sink_capacity)]; }
+  const int8_t* SinkV(uint32_t layer, uint32_t slot) const { return &v_sink_[Row(layer, slot, g_.sink_capacity)]; }
+  const float* SinkKScale(uint32_t layer, uint32_t slot) const { return &ks_sink_[ScaleRow(layer, slot, g_.sink_capacity)]; }
+  const float* SinkVScale(uint32_t layer, uint32_t slot) const { return &vs_sink_[ScaleRow(layer, slot, g_.sink_capacity)]; }
+  const int8_t* RingK(uint32_t layer, uint32_t slot) const { return &k_ring_[Row(layer, slot, g_.window)]; }
+  const int8_t* RingV(uint32_t layer, uint32_t slot) const { return &v_ring_[Row(layer, slot, g_.window)]; }
+  const float* RingKScale(uint32_t layer, uint32_t slot) const { return &ks_ring_[ScaleRow(layer, slot, g_.window)]; }
+  const float* RingVScale(uint32_t layer, uint32_t slot) const { return &vs_ring_[ScaleRow(layer, slot, g_.window)]; }
+
+  // Engram history: token id of position t (t > tokens() - token_history), 0 before the start.
+  int32_t TokenAt(int64_t t) const;
+  void PushToken(int64_t t, int32_t id);
+  // ev0 of site s at position t (kept for the last engram_value_history positions).
+  float* EngramValue(uint32_t site, int64_t t);
+  const float* EngramValue(uint32_t site, int64_t t) const;
+
+  // Drops the conversation, keeps the sinks: the counter returns to S.
+  void ResetToSinks();
+  // Bytes held by every buffer (constant for the cache's lifetime).
+  uint64_t bytes() const;
+
+ private:
+  size_t Row(uint32_t layer, uint32_t slot, uint32_t slots) const {
+    return (size_t(layer) * slots + slot) * g_.kv_heads * g_.head_dim;
+  }
+  size_t ScaleRow(uint32_t layer, uint32_t slot, uint32_t slots) const {
+    return (size_t(layer) * slots + slot) * g_.kv_heads * groups_;
+  }
+
+  CacheGeometry g_;
+  uint32_t groups_ = 0;
+  int64_t tokens_ = 0;
+  std::vector<int8_t> k_sink_, v_sink_, k_ring_, v_ring_;    // [layers][slots][kv_heads][head_dim]
+  std::vector<float> ks_sink_, vs_sink_, ks_ring_, vs_ring_;  // [layers][slots][kv_heads][groups]
+  std::vector<int32_t> token_ring_;                            // [token_history]
+  std::vector<float> engram_ring_;                             // [sites][engram_value_history][d_model]
+  // The histories as they stood when the sink block completed: a reset restores
+  // them, so the first conversation token hashes against the sink tail again.
+  std::vector<int32_t> token_ring_at_sinks_;
+  std::vector<float> engram_ring_at_sinks_;
+};
+
+// Int8 quantization of n values with one scale per 32 (the last group may be shorter).
+void QuantizeKvRow(const float* x, uint32_t n, int8_t* q, float* scales);
+
+}  // namespace needle

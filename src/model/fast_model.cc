@@ -1,0 +1,472 @@
+#include "model/fast_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "kv/budget.h"
+#include "model/ops.h"
+#include "quant/hadamard.h"
+
+namespace needle {
+namespace {
+
+QMatrix MakeQMatrix(const CactArchive& a, uint32_t index) {
+  QMatrix m;
+  m.view = a.cq(index);
+  m.levels = QuantizeLevels(m.view.levels);
+  return m;
+}
+
+// One batched matrix product split across the pool by rows.
+struct MatMulJob {
+  const QMatrix* m;
+  uint32_t row_offset;
+  const ActivationQ8* xs;
+  uint32_t batch;
+  float* y;  // y[b * stride + r] for r in [0, rows)
+  uint32_t stride;
+};
+
+void RunMatMulRange(void* ctx, uint32_t r0, uint32_t r1) {
+  const auto* j = static_cast<const MatMulJob*>(ctx);
+  CqMatMulA8(j->m->view, j->m->levels, j->xs, j->batch, j->row_offset + r0, j->row_offset + r1, j->y + r0, j->stride);
+}
+
+}  // namespace
+
+// Scratch for one chunk of up to C tokens; sized once per state.
+struct DecoderState::Scratch {
+  uint32_t C = 0;
+  std::vector<float> X, nx, u, xin, h, proj_pre, proj_post, proj_res, hpre, hpost, hres;
+  std::vector<float> e, ek, ev0, q, k, v, gate, o, a, x1, z, scores, qrot, krot, mean;
+  std::vector<float> rotated;  // [C][in_pad_max]
+  std::vector<int16_t> act_q;  // [C][in_pad_max]
+  std::vector<float> act_scale;  // [C][groups_max]
+  std::vector<ActivationQ8> acts;  // [C]
+  uint32_t in_pad_max = 0;
+
+  uint64_t bytes() const {
+    uint64_t b = 0;
+    for (const auto* v : {&X, &nx, &u, &xin, &h, &proj_pre, &proj_post, &proj_res, &hpre, &hpost, &hres, &e, &ek, &ev0,
+                          &q, &k, &v, &gate, &o, &a, &x1, &z, &scores, &qrot, &krot, &mean, &rotated, &act_scale}) {
+      b += v->capacity() * sizeof(float);
+    }
+    return b + act_q.capacity() * 2 + acts.capacity() * sizeof(ActivationQ8);
+  }
+};
+
+DecoderState::~DecoderState() = default;
+
+uint64_t DecoderState::bytes() const { return cache_.bytes() + s_->bytes(); }
+
+static CacheGeometry GeometryFor(const FastModel& m, const DecoderOptions& opt) {
+  const ModelConfig& c = m.config();
+  CacheGeometry g;
+  g.layers = c.num_layers;
+  g.kv_heads = c.num_kv_heads;
+  g.head_dim = c.head_dim();
+  g.sink_capacity = opt.sink_length;
+  g.window = opt.window ? opt.window : m.window();
+  g.d_model = c.d_model;
+  g.engram_sites = static_cast<uint32_t>(c.engram_layers.size());
+  g.engram_value_history = (ModelConfig::kEngramTaps - 1) * c.engram_dilation() + 1;
+  g.token_history = 16;
+  while (g.token_history < c.engram_dilation() * ModelConfig::kEngramTaps + c.engram_dilation()) g.token_history *= 2;
+  return g;
+}
+
+DecoderState::DecoderState(const FastModel& model, const DecoderOptions& opt) : cache_(GeometryFor(model, opt)) {
+  const ModelConfig& c = model.config();
+  const uint32_t C = std::max<uint32_t>(1, opt.max_chunk);
+  const uint32_t d = c.d_model, n = c.mhc_lanes, H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();
+  auto s = std::make_unique<Scratch>();
+  s->C = C;
+  s->X.resize(size_t(C) * n * d);
+  s->nx.resize(size_t(C) * n * d);
+  s->u.resize(size_t(C) * d);
+  s->xin.resize(size_t(C) * d);
+  s->h.resize(size_t(C) * d);
+  s->proj_pre.resize(size_t(C) * n);
+  s->proj_post.resize(size_t(C) * n);
+  s->proj_res.resize(size_t(C) * n * n);
+  s->hpre.resize(size_t(C) * n);
+  s->hpost.resize(size_t(C) * n);
+  s->hres.resize(size_t(C) * n * n);
+  s->e.resize(size_t(C) * d);
+  s->ek.resize(size_t(C) * d);
+  s->ev0.resize(size_t(C) * d);
+  s->q.resize(size_t(C) * H * hd);
+  s->k.resize(size_t(C) * G * hd);
+  s->v.resize(size_t(C) * G * hd);
+  s->gate.resize(size_t(C) * H * hd);
+  s->o.resize(size_t(C) * H * hd);
+  s->a.resize(size_t(C) * d);
+  s->x1.resize(d);
+  s->z.resize(c.hada_n());
+  s->scores.resize(size_t(cache_.geometry().sink_capacity) + cache_.geometry().window);
+  s->qrot.resize(2 * hd);
+  s->krot.resize(hd);
+  s->mean.resize(d);
+  s->in_pad_max = static_cast<uint32_t>(std::max({CqPaddedIn(n * d), CqPaddedIn(d), CqPaddedIn(H * hd)}));
+  s->rotated.resize(size_t(C) * s->in_pad_max);
+  s->act_q.resize(size_t(C) * s->in_pad_max);
+  s->act_scale.resize(size_t(C) * s->in_pad_max / kCqGroup);
+  s->acts.resize(C);
+  s_ = std::move(s);
+}
+
+FastModel::FastModel(const CactArchive& archive) : archive_(archive), config_(archive.config()) {
+  const CactLayout& l = archive.layout();
+  window_ = effective_window(config_);
+  embedding_ = MakeQMatrix(archive, l.embedding);
+  phi_pre_ = MakeQMatrix(archive, l.mhc_phi_pre);
+  phi_post_ = MakeQMatrix(archive, l.mhc_phi_post);
+  phi_res_ = MakeQMatrix(archive, l.mhc_phi_res);
+  for (const LayerTensors& t : l.layers) {
+    Layer y;
+    y.norm_in = archive.Floats(t.norm_in);
+    y.q_norm = archive.Floats(t.q_norm);
+    y.k_norm = archive.Floats(t.k_norm);
+    y.post_norm = archive.Floats(t.post_norm);
+    y.pre_hada = archive.Floats(t.pre_hada);
+    y.d1 = archive.Floats(t.d1);
+    y.d2 = archive.Floats(t.d2);
+    y.d3 = archive.Floats(t.d3);
+    y.attn_gate = archive.Floats(t.attn_gate)[0];
+    y.q = MakeQMatrix(archive, t.q_proj);
+    y.k = MakeQMatrix(archive, t.k_proj);
+    y.v = MakeQMatrix(archive, t.v_proj);
+    y.gate = MakeQMatrix(archive, t.gate_proj);
+    y.out = MakeQMatrix(archive, t.out_proj);
+    layers_.push_back(std::move(y));
+  }
+  site_of_layer_.assign(config_.num_layers, -1);
+  for (size_t s = 0; s < l.engram.size(); ++s) {
+    Site site;
+    site.layer = config_.engram_layers[s];
+    site.tables = MakeQMatrix(archive, l.engram[s].tables);
+    site.key = MakeQMatrix(archive, l.engram[s].key_proj);
+    site.value = MakeQMatrix(archive, l.engram[s].value_proj);
+    site.taps = archive.Floats(l.engram[s].taps);
+    site_of_layer_[site.layer] = static_cast<int32_t>(s);
+    sites_.push_back(std::move(site));
+  }
+  a_pre_ = archive.Floats(l.mhc_a_pre);
+  a_post_ = archive.Floats(l.mhc_a_post);
+  a_res_ = archive.Floats(l.mhc_a_res);
+  b_pre_ = archive.Floats(l.mhc_b_pre);
+  b_post_ = archive.Floats(l.mhc_b_post);
+  b_res_ = archive.Floats(l.mhc_b_res);
+  final_norm_ = archive.Floats(l.final_norm);
+  const uint32_t hd = config_.head_dim();
+  for (uint32_t i = 0; i < hd / 2; ++i) inv_freq_.push_back(std::pow(double(config_.rope_theta), -2.0 * i / hd));
+}
+
+std::unique_ptr<DecoderState> FastModel::NewState(const DecoderOptions& opt) const {
+  const uint32_t window = opt.window ? opt.window : window_;
+  const uint32_t budget = budget_window(config_);
+  if (opt.sink_length + window > budget && opt.sink_length > 0) {
+    throw Error(ErrorCode::kBudget, "the pinned prefix has " + std::to_string(opt.sink_length) +
+                                        " tokens but the KV budget leaves " + std::to_string(budget > window ? budget - window : 0) +
+                                        " beside the " + std::to_string(window) + "-token window (budget " +
+                                        std::to_string(budget) + " positions): use fewer or shorter tools, or retrieval");
+  }
+  return std::unique_ptr<DecoderState>(new DecoderState(*this, opt));
+}
+
+void FastModel::Forward(DecoderState& st, std::span<const int32_t> tokens, float* logits, bool all_logits,
+                        ThreadPool* pool) const {
+  const uint32_t V = config_.vocab_size;
+  for (int32_t t : tokens) {
+    if (t < 0 || static_cast<uint32_t>(t) >= V) throw Error(ErrorCode::kInvalidArgument, "token id " + std::to_string(t) + " outside the vocabulary");
+  }
+  const uint32_t C = st.s_->C;
+  for (size_t at = 0; at < tokens.size(); at += C) {
+    const uint32_t n = static_cast<uint32_t>(std::min<size_t>(C, tokens.size() - at));
+    const bool last = at + n == tokens.size();
+    float* out = nullptr;
+    if (logits && all_logits) out = logits + at * V;
+    if (logits && !all_logits && last) out = logits;
+    ForwardChunk(st, tokens.data() + at, n, out, all_logits, pool);
+  }
+}
+
+void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T, float* logits, bool all_logits,
+                             ThreadPool* pool) const {
+  const ModelConfig& c = config_;
+  const uint32_t d = c.d_model, n = c.mhc_lanes, H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();
+  const uint32_t m = c.hada_n(), kv = G * hd, group = H / G, half = hd / 2;
+  DecoderState::Scratch& s = *st.s_;
+  WindowSinkCache& cache = st.cache_;
+  const int64_t t0 = cache.tokens();
+  const int64_t S = cache.geometry().sink_capacity, W = cache.geometry().window;
+  const float inv_sqrt_hd = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  auto tok = [&](int64_t P) -> int32_t { return P < 0 ? 0 : P >= t0 ? tokens[P - t0] : cache.TokenAt(P); };
+
+  // Prepares rows [0, T) of `x` (row stride `in`) as int8 activations for `fb`-bit matrices.
+  auto prepare = [&](const float* x, uint32_t in, uint32_t fb) {
+    const uint32_t in_pad = static_cast<uint32_t>(CqPaddedIn(in));
+    for (uint32_t p = 0; p < T; ++p) {
+      float* rot = &s.rotated[size_t(p) * s.in_pad_max];
+      RotateForCq(x + size_t(p) * in, in, rot);
+      ActivationQ8& a = s.acts[p];
+      a.q = &s.act_q[size_t(p) * s.in_pad_max];
+      a.scale = &s.act_scale[size_t(p) * (s.in_pad_max / kCqGroup)];
+      QuantizeActivation(rot, in_pad, fb, a);
+    }
+  };
+  // Re-quantizes the already rotated rows for another field width when needed.
+  auto requantize = [&](uint32_t in, uint32_t fb) {
+    if (s.acts[0].field_bits == fb) return;
+    const uint32_t in_pad = static_cast<uint32_t>(CqPaddedIn(in));
+    for (uint32_t p = 0; p < T; ++p) QuantizeActivation(&s.rotated[size_t(p) * s.in_pad_max], in_pad, fb, s.acts[p]);
+  };
+  auto matmul = [&](const QMatrix& mat, uint32_t row_offset, uint32_t rows, float* y, uint32_t stride) {
+    requantize(mat.in(), mat.field_bits());
+    MatMulJob job{&mat, row_offset, s.acts.data(), T, y, stride};
+    if (pool) {
+      pool->ParallelFor(rows, RunMatMulRange, &job, 4);
+    } else {
+      RunMatMulRange(&job, 0, rows);
+    }
+  };
+
+  // Embedding rows, scaled, into all lanes.
+  const float emb_scale = std::sqrt(static_cast<float>(d));
+  for (uint32_t p = 0; p < T; ++p) {
+    float* x0 = &s.X[size_t(p) * n * d];
+    CqDequantizeRow(embedding_.view, static_cast<uint32_t>(tokens[p]), x0);
+    for (uint32_t i = 0; i < d; ++i) x0[i] *= emb_scale;
+    for (uint32_t j = 1; j < n; ++j) std::memcpy(x0 + size_t(j) * d, x0, d * sizeof(float));
+  }
+
+  for (uint32_t li = 0; li < c.num_layers; ++li) {
+    const Layer& Ly = layers_[li];
+    const uint32_t lane = li % n;
+    // ---- mHC coefficients
+    for (uint32_t p = 0; p < T; ++p) RmsUnit(&s.X[size_t(p) * n * d], n * d, &s.nx[size_t(p) * n * d]);
+    prepare(s.nx.data(), n * d, phi_pre_.field_bits());
+    matmul(phi_pre_, li * n, n, s.proj_pre.data(), n);
+    matmul(phi_post_, li * n, n, s.proj_post.data(), n);
+    matmul(phi_res_, li * n * n, n * n, s.proj_res.data(), n * n);
+    for (uint32_t p = 0; p < T; ++p) {
+      for (uint32_t j = 0; j < n; ++j) {
+        s.hpre[p * n + j] = Sigmoid(a_pre_[li] * s.proj_pre[p * n + j] + b_pre_[li * n + j] + (j == lane ? 4.0f : -4.0f));
+        s.hpost[p * n + j] = 2.0f * Sigmoid(a_post_[li] * s.proj_post[p * n + j] + b_post_[li * n + j] + (j == lane ? 0.0f : -4.0f));
+      }
+      float* hr = &s.hres[size_t(p) * n * n];
+      for (uint32_t k = 0; k < n * n; ++k) hr[k] = a_res_[li] * s.proj_res[size_t(p) * n * n + k] + b_res_[li * n * n + k];
+      SinkhornInPlace(hr, n);
+      float* u = &s.u[size_t(p) * d];
+      const float* X = &s.X[size_t(p) * n * d];
+      for (uint32_t i = 0; i < d; ++i) {
+        float acc = 0.0f;
+        for (uint32_t j = 0; j < n; ++j) acc += s.hpre[p * n + j] * X[j * d + i];
+        u[i] = acc;
+      }
+    }
+    std::memcpy(s.xin.data(), s.u.data(), size_t(T) * d * sizeof(float));
+
+    // ---- engram site: x = u + alpha * ev
+    if (const int32_t si = site_of_layer_[li]; si >= 0) {
+      const Site& E = sites_[si];
+      const uint32_t eh = c.engram_heads_per_order(), sub = c.engram_sub_dim(), slots = c.engram_slots;
+      for (uint32_t p = 0; p < T; ++p) {
+        const int64_t P = t0 + p;
+        int32_t hist[8];
+        for (uint32_t j = 0; j < 8; ++j) hist[j] = tok(P - j);  // hist[j] = token at P - j
+        for (uint32_t oi = 0; oi < c.engram_orders.size(); ++oi) {
+          const uint32_t order = c.engram_orders[oi];
+          const bool ok = P - int64_t(order) + 1 >= 0;
+          for (uint32_t hh = 0; hh < eh; ++hh) {
+            const uint32_t t = oi * eh + hh;
+            float* dst = &s.e[size_t(p) * d + t * sub];
+            if (!ok) {
+              std::fill(dst, dst + sub, 0.0f);
+              continue;
+            }
+            uint32_t acc = 0x9E3779B9u * (t + 1);
+            for (uint32_t j = 0; j < order; ++j) acc = (acc ^ static_cast<uint32_t>(hist[j])) * 0x01000193u;
+            acc ^= acc >> 15;
+            CqDequantizeRow(E.tables.view, t * slots + acc % slots, dst);
+          }
+        }
+      }
+      prepare(s.e.data(), d, E.key.field_bits());
+      matmul(E.key, 0, d, s.ek.data(), d);
+      matmul(E.value, 0, d, s.ev0.data(), d);
+      const uint32_t taps = static_cast<uint32_t>(E.taps.size() / d), dil = c.engram_dilation();
+      for (uint32_t p = 0; p < T; ++p) {
+        const int64_t P = t0 + p;
+        std::memcpy(cache.EngramValue(si, P), &s.ev0[size_t(p) * d], d * sizeof(float));
+        float* ev = s.x1.data();  // scratch
+        std::fill(ev, ev + d, 0.0f);
+        for (uint32_t j = 0; j < taps; ++j) {
+          const int64_t src = P - int64_t(j) * dil;
+          if (src < 0) continue;
+          const float* e0 = cache.EngramValue(si, src);
+          for (uint32_t i = 0; i < d; ++i) ev[i] += E.taps[j * d + i] * e0[i];
+        }
+        float* u = &s.u[size_t(p) * d];
+        float* ek = &s.ek[size_t(p) * d];
+        RmsUnit(ek, d, ek);
+        float ss = 0.0f;
+        for (uint32_t i = 0; i < d; ++i) ss += u[i] * u[i];
+        const float inv_u = 1.0f / std::sqrt(ss / d + kNormEps);
+        float dot = 0.0f;
+        for (uint32_t i = 0; i < d; ++i) dot += u[i] * inv_u * ek[i];
+        const float alpha = Sigmoid(dot / std::sqrt(static_cast<float>(d)));
+        for (uint32_t i = 0; i < d; ++i) s.xin[size_t(p) * d + i] = u[i] + alpha * ev[i];
+      }
+    }
+
+    // ---- attention projections (batched over the chunk)
+    for (uint32_t p = 0; p < T; ++p) ZcRmsNorm(&s.xin[size_t(p) * d], Ly.norm_in.data(), d, &s.h[size_t(p) * d]);
+    prepare(s.h.data(), d, Ly.q.field_bits());
+    matmul(Ly.q, 0, H * hd, s.q.data(), H * hd);
+    matmul(Ly.k, 0, kv, s.k.data(), kv);
+    matmul(Ly.v, 0, kv, s.v.data(), kv);
+    matmul(Ly.gate, 0, H * hd, s.gate.data(), H * hd);
+
+    // ---- per token: store K/V, attend (the ring never holds a key a later query still needs)
+    for (uint32_t p = 0; p < T; ++p) {
+      const int64_t P = t0 + p;
+      float* q = &s.q[size_t(p) * H * hd];
+      float* k = &s.k[size_t(p) * kv];
+      const float* v = &s.v[size_t(p) * kv];
+      for (uint32_t hh = 0; hh < H; ++hh) ZcRmsNorm(q + hh * hd, Ly.q_norm.data(), hd, q + hh * hd);
+      for (uint32_t g = 0; g < G; ++g) {
+        float* kg = k + g * hd;
+        ZcRmsNorm(kg, Ly.k_norm.data(), hd, kg);
+        ApplyRope(kg, hd, static_cast<double>(P), inv_freq_.data());  // sinks: P < S is their own position
+        cache.Store(li, P, g, kg, v + g * hd);
+      }
+      // Visible keys: sinks [0, min(S, P+1)), window tokens [first, P] (P >= S).
+      const int64_t n_sink = std::min<int64_t>(S, P + 1);
+      const int64_t first = P >= S ? std::max<int64_t>(S, P - W + 1) : P + 1;
+      const int64_t nw = P >= S ? P - first + 1 : 0;
+      const double sink_query_pos = P >= S ? double(S + nw - 1) : double(P);
+      const uint32_t ngk = cache.groups_per_head();
+      for (uint32_t hh = 0; hh < H; ++hh) {
+        const uint32_t g = hh / group;
+        float* qw = s.qrot.data();        // rotated for window keys (absolute counter)
+        float* qs = s.qrot.data() + hd;   // rotated for sink keys (S + nw - 1)
+        std::memcpy(qw, q + hh * hd, hd * sizeof(float));
+        std::memcpy(qs, q + hh * hd, hd * sizeof(float));
+        ApplyRope(qw, hd, static_cast<double>(P), inv_freq_.data());
+        ApplyRope(qs, hd, sink_query_pos, inv_freq_.data());
+        float* sc = s.scores.data();
+        uint32_t nk = 0;
+        float mx = -INFINITY;
+        auto score = [&](const int8_t* kq, const float* ks, const float* qv) {
+          float acc = 0.0f;
+          for (uint32_t gi = 0; gi < ngk; ++gi) {
+            const uint32_t b = gi * 32, e = std::min(hd, b + 32);
+            float part = 0.0f;
+            for (uint32_t i = b; i < e; ++i) part += qv[i] * kq[i];
+            acc += part * ks[gi];
+          }
+          return acc * inv_sqrt_hd;
+        };
+        for (int64_t ks = 0; ks < n_sink; ++ks) {
+          const uint32_t slot = static_cast<uint32_t>(ks);
+          sc[nk] = score(cache.SinkK(li, slot) + g * hd, cache.SinkKScale(li, slot) + g * ngk, P >= S ? qs : qw);
+          mx = std::max(mx, sc[nk++]);
+        }
+        for (int64_t kt = first; kt <= P; ++kt) {
+          const uint32_t slot = cache.RingSlot(kt);
+          sc[nk] = score(cache.RingK(li, slot) + g * hd, cache.RingKScale(li, slot) + g * ngk, qw);
+          mx = std::max(mx, sc[nk++]);
+        }
+        float sum = 0.0f;
+        for (uint32_t j = 0; j < nk; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
+        const float inv_sum = 1.0f / sum;
+        float* o = &s.o[(size_t(p) * H + hh) * hd];
+        std::fill(o, o + hd, 0.0f);
+        uint32_t j = 0;
+        auto accumulate = [&](const int8_t* vq, const float* vs, float w) {
+          for (uint32_t gi = 0; gi < ngk; ++gi) {
+            const uint32_t b = gi * 32, e = std::min(hd, b + 32);
+            const float wg = w * vs[gi];
+            for (uint32_t i = b; i < e; ++i) o[i] += wg * vq[i];
+          }
+        };
+        for (int64_t ks = 0; ks < n_sink; ++ks, ++j) {
+          const uint32_t slot = static_cast<uint32_t>(ks);
+          accumulate(cache.SinkV(li, slot) + g * hd, cache.SinkVScale(li, slot) + g * ngk, sc[j] * inv_sum);
+        }
+        for (int64_t kt = first; kt <= P; ++kt, ++j) {
+          const uint32_t slot = cache.RingSlot(kt);
+          accumulate(cache.RingV(li, slot) + g * hd, cache.RingVScale(li, slot) + g * ngk, sc[j] * inv_sum);
+        }
+      }
+      float* o = &s.o[size_t(p) * H * hd];
+      const float* gt = &s.gate[size_t(p) * H * hd];
+      for (uint32_t i = 0; i < H * hd; ++i) o[i] *= Sigmoid(gt[i]);
+    }
+    (void)half;
+
+    // ---- output projection, post norm, Hadamard MLP, lane update
+    prepare(s.o.data(), H * hd, Ly.out.field_bits());
+    matmul(Ly.out, 0, d, s.a.data(), d);
+    const float g_attn = Sigmoid(Ly.attn_gate);
+    for (uint32_t p = 0; p < T; ++p) {
+      float* a = &s.a[size_t(p) * d];
+      const float* xin = &s.xin[size_t(p) * d];
+      const float* u = &s.u[size_t(p) * d];
+      float* x1 = s.x1.data();
+      ZcRmsNorm(a, Ly.post_norm.data(), d, a);
+      for (uint32_t i = 0; i < d; ++i) x1[i] = xin[i] + g_attn * a[i];
+      float* z = s.z.data();
+      ZcRmsNorm(x1, Ly.pre_hada.data(), d, z);
+      for (uint32_t i = 0; i < d; ++i) z[i] *= Ly.d1[i];
+      std::fill(z + d, z + m, 0.0f);
+      FastWalshHadamard(z, m);
+      for (uint32_t i = 0; i < m; ++i) z[i] = Silu(Ly.d2[i] * z[i]);
+      FastWalshHadamard(z, m);
+      // y = Block(x) - u, reusing `a` for y.
+      for (uint32_t i = 0; i < d; ++i) a[i] = x1[i] + Ly.d3[i] * z[i] - u[i];
+      float* X = &s.X[size_t(p) * n * d];
+      const float* hr = &s.hres[size_t(p) * n * n];
+      float* nxp = &s.nx[size_t(p) * n * d];  // scratch for the new lanes
+      for (uint32_t r = 0; r < n; ++r) {
+        for (uint32_t i = 0; i < d; ++i) {
+          float acc = s.hpost[p * n + r] * a[i];
+          for (uint32_t cc = 0; cc < n; ++cc) acc += hr[r * n + cc] * X[cc * d + i];
+          nxp[r * d + i] = acc;
+        }
+      }
+      std::memcpy(X, nxp, size_t(n) * d * sizeof(float));
+    }
+  }
+
+  // ---- bookkeeping: the chunk's tokens are now in the cache
+  for (uint32_t p = 0; p < T; ++p) {
+    cache.PushToken(t0 + p, tokens[p]);
+    cache.Commit(t0 + p);
+  }
+
+  // ---- final norm and tied logits for the positions asked for
+  if (!logits) return;
+  const uint32_t first_out = all_logits ? 0 : T - 1;
+  const uint32_t outs = T - first_out;
+  for (uint32_t p = first_out; p < T; ++p) {
+    float* mean = s.mean.data();
+    std::fill(mean, mean + d, 0.0f);
+    const float* X = &s.X[size_t(p) * n * d];
+    for (uint32_t j = 0; j < n; ++j) {
+      for (uint32_t i = 0; i < d; ++i) mean[i] += X[j * d + i] / static_cast<float>(n);
+    }
+    ZcRmsNorm(mean, final_norm_.data(), d, &s.h[size_t(p - first_out) * d]);
+  }
+  const uint32_t saved_T = T;
+  T = outs;  // prepare/matmul work on the first `outs` rows
+  prepare(s.h.data(), d, embedding_.field_bits());
+  matmul(embedding_, 0, c.vocab_size, logits, c.vocab_size);
+  T = saved_T;
+}
+
+}  // namespace needle

@@ -1,0 +1,106 @@
+// The fast forward pass: CQ weights consumed packed, straight from the mapped
+// archive; int8 activations at every matrix input; int8 K/V in a
+// WindowSinkCache. It computes the same function as ReferenceModel (SPEC §1)
+// up to int8 rounding; the tests bound the difference.
+//
+// A FastModel is immutable and shared; each session owns a DecoderState
+// (cache + scratch), sized once at creation — the decode loop allocates nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/model_config.h"    // ModelConfig
+#include "base/thread_pool.h"     // ThreadPool
+#include "io/cact_archive.h"      // CactArchive
+#include "kv/window_sink_cache.h" // WindowSinkCache
+#include "quant/cq_matvec.h"      // CqLevelsQ8, ActivationQ8
+
+namespace needle {
+
+// A CQ matrix with its int8 level table.
+struct QMatrix {
+  CqMatrixView view;
+  CqLevelsQ8 levels;
+  uint32_t rows() const { return view.rows; }
+  uint32_t in() const { return view.in; }
+  uint32_t field_bits() const { return CqFieldBits(view.bits); }
+};
+
+struct DecoderOptions {
+  uint32_t sink_length = 0;  // S: tokens of the pinned prefix (must be fed first)
+  uint32_t window = 0;       // 0: the archive's effective window
+  uint32_t max_chunk = 32;   // tokens per internal prefill step (bounds scratch memory)
+};
+
+class FastModel;
+
+// Per-session state. Not copyable (the cache is megabytes): see Copy-free moves only.
+class DecoderState {
+ public:
+  ~DecoderState();
+  DecoderState(const DecoderState&) = delete;
+  DecoderState& operator=(const DecoderState&) = delete;
+
+  WindowSinkCache& cache() { return cache_; }
+  const WindowSinkCache& cache() const { return cache_; }
+  uint32_t window() const { return cache_.geometry().window; }
+  uint32_t sink_length() const { return cache_.geometry().sink_capacity; }
+  // Bytes of the cache and every scratch buffer: constant for the state's life.
+  uint64_t bytes() const;
+
+ private:
+  friend class FastModel;
+  DecoderState(const FastModel& model, const DecoderOptions& opt);
+  struct Scratch;
+  WindowSinkCache cache_;
+  std::unique_ptr<Scratch> s_;
+};
+
+class FastModel {
+ public:
+  // The archive must outlive the model (weights are used in place).
+  explicit FastModel(const CactArchive& archive);
+
+  const ModelConfig& config() const { return config_; }
+  const CactArchive& archive() const { return archive_; }
+  // Effective window of the archive (SPEC §3).
+  uint32_t window() const { return window_; }
+
+  std::unique_ptr<DecoderState> NewState(const DecoderOptions& opt) const;
+
+  // Appends tokens to the state. logits: nullptr, or room for the last
+  // token's logits [V] (all_logits = false) or every token's [n, V].
+  void Forward(DecoderState& st, std::span<const int32_t> tokens, float* logits, bool all_logits = false,
+               ThreadPool* pool = nullptr) const;
+
+ private:
+  friend class DecoderState;
+  struct Layer {
+    std::vector<float> norm_in, q_norm, k_norm, post_norm, pre_hada, d1, d2, d3;
+    float attn_gate = 0.0f;
+    QMatrix q, k, v, gate, out;
+  };
+  struct Site {
+    uint32_t layer = 0;
+    QMatrix tables, key, value;
+    std::vector<float> taps;  // [taps, d]
+  };
+
+  void ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t n, float* logits, bool all_logits,
+                    ThreadPool* pool) const;
+
+  const CactArchive& archive_;
+  ModelConfig config_;
+  uint32_t window_ = 0;
+  QMatrix embedding_, phi_pre_, phi_post_, phi_res_;
+  std::vector<Layer> layers_;
+  std::vector<Site> sites_;
+  std::vector<int32_t> site_of_layer_;  // -1 or the engram site index
+  std::vector<float> a_pre_, a_post_, a_res_, b_pre_, b_post_, b_res_, final_norm_;
+  std::vector<double> inv_freq_;
+};
+
+}  // namespace needle

@@ -1,0 +1,239 @@
+// CQ × int8-activation kernels. The SIMD part is written once with Highway on
+// 128-bit vectors (every target has them: SSSE3/SSE4/AVX2/AVX-512 on x86,
+// NEON on Arm) and dispatched at run time; the scalar reference below is the
+// yardstick the tests compare it with.
+#include "quant/cq_matvec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/fp16.h"
+#include "quant/hadamard.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "quant/cq_matvec.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace needle {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET != HWY_SCALAR
+using V8 = hn::Vec<hn::Full128<uint8_t>>;
+using V32 = hn::Vec<hn::Full128<int32_t>>;
+using VF = hn::Vec<hn::Full128<float>>;
+
+// Integer sums for one (row, group) against kBatch activations, 2-bit fields:
+// 32 code bytes; byte i holds columns 4i..4i+3, plane j = (byte >> 2j) & 3.
+template <int kBatch, int kFieldBits>
+HWY_INLINE void GroupDot(const uint8_t* codes, const V8 table, const int16_t* const* xq,
+                         V32* sum) {
+  const hn::Full128<uint8_t> d8;
+  const hn::Full128<int8_t> di8;
+  const hn::Full64<int8_t> dh8;
+  const hn::Full128<int16_t> d16;
+  const hn::Full128<int32_t> d32;
+  constexpr int kPlanes = 8 / kFieldBits;            // fields per byte
+  constexpr int kPlaneLen = 128 / kPlanes;           // columns per plane in a group
+  constexpr int kLoads = 128 * kFieldBits / 8 / 16;  // 16-byte loads per group
+  const auto mask = hn::Set(d8, static_cast<uint8_t>((1 << kFieldBits) - 1));
+  V32 unused = hn::Zero(d32);
+  for (int l = 0; l < kLoads; ++l) {
+    const auto v = hn::LoadU(d8, codes + 16 * l);
+    for (int j = 0; j < kPlanes; ++j) {
+      const auto idx = hn::And(hn::ShiftRightSame(v, j * kFieldBits), mask);
+      const auto lvl = hn::BitCast(di8, hn::TableLookupBytes(table, idx));
+      const auto lo = hn::PromoteTo(d16, hn::LowerHalf(dh8, lvl));
+      const auto hi = hn::PromoteTo(d16, hn::UpperHalf(dh8, lvl));
+      const size_t slot = static_cast<size_t>(j * kPlaneLen + 16 * l);
+      for (int b = 0; b < kBatch; ++b) {
+        sum[b] = hn::ReorderWidenMulAccumulate(d32, lo, hn::LoadU(d16, xq[b] + slot), sum[b], unused);
+        sum[b] = hn::ReorderWidenMulAccumulate(d32, hi, hn::LoadU(d16, xq[b] + slot + 8), sum[b], unused);
+      }
+    }
+  }
+}
+
+template <int kBatch, int kFieldBits>
+void MatMulTile(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8* xs, uint32_t r0, uint32_t r1,
+                float* y, uint32_t y_stride) {
+  const hn::Full128<uint8_t> d8;
+  const hn::Full128<int32_t> d32;
+  const hn::Full128<float> df;
+  const auto table = hn::LoadU(d8, lv.level_u8);
+  const uint32_t groups = static_cast<uint32_t>(CqGroupsPerRow(w.in));
+  const uint64_t row_bytes = CqRowBytes(w.in, w.bits);
+  const uint32_t group_bytes = 128 * kFieldBits / 8;
+  for (uint32_t r = r0; r < r1; ++r) {
+    const uint8_t* codes = w.codes + r * row_bytes;
+    const uint16_t* norms = w.norms + uint64_t(r) * groups;
+    VF acc[kBatch];
+    for (int b = 0; b < kBatch; ++b) acc[b] = hn::Zero(df);
+    for (uint32_t g = 0; g < groups; ++g) {
+      V32 sum[kBatch];
+      const int16_t* xq[kBatch];
+      for (int b = 0; b < kBatch; ++b) {
+        sum[b] = hn::Zero(d32);
+        xq[b] = xs[b].q + g * 128;
+      }
+      GroupDot<kBatch, kFieldBits>(codes + g * group_bytes, table, xq, sum);
+      uint16_t nh;
+      std::memcpy(&nh, norms + g, 2);
+      const float norm = HalfToFloat(nh) * lv.scale;
+      for (int b = 0; b < kBatch; ++b) {
+        acc[b] = hn::MulAdd(hn::ConvertTo(df, sum[b]), hn::Set(df, norm * xs[b].scale[g]), acc[b]);
+      }
+    }
+    for (int b = 0; b < kBatch; ++b) y[b * y_stride + (r - r0)] = hn::GetLane(hn::SumOfLanes(df, acc[b]));
+  }
+}
+
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// Returns false when this width has no SIMD kernel (the caller falls back).
+bool MatMulSimd(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8* xs, uint32_t batch, uint32_t r0,
+                uint32_t r1, float* y, uint32_t y_stride) {
+#if HWY_TARGET == HWY_SCALAR
+  return false;
+#else
+  const uint32_t fb = CqFieldBits(w.bits);
+  if (fb != 2 && fb != 4) return false;
+  for (uint32_t b0 = 0; b0 < batch; b0 += 4) {
+    const uint32_t nb = std::min<uint32_t>(4, batch - b0);
+    float* yb = y + b0 * y_stride;
+    const ActivationQ8* xb = xs + b0;
+    if (fb == 2) {
+      switch (nb) {
+        case 1: MatMulTile<1, 2>(w, lv, xb, r0, r1, yb, y_stride); break;
+        case 2: MatMulTile<2, 2>(w, lv, xb, r0, r1, yb, y_stride); break;
+        case 3: MatMulTile<3, 2>(w, lv, xb, r0, r1, yb, y_stride); break;
+        default: MatMulTile<4, 2>(w, lv, xb, r0, r1, yb, y_stride); break;
+      }
+    } else {
+      switch (nb) {
+        case 1: MatMulTile<1, 4>(w, lv, xb, r0, r1, yb, y_stride); break;
+        case 2: MatMulTile<2, 4>(w, lv, xb, r0, r1, yb, y_stride); break;
+        case 3: MatMulTile<3, 4>(w, lv, xb, r0, r1, yb, y_stride); break;
+        default: MatMulTile<4, 4>(w, lv, xb, r0, r1, yb, y_stride); break;
+      }
+    }
+  }
+  return true;
+#endif
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace needle
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace needle {
+
+HWY_EXPORT(MatMulSimd);
+HWY_EXPORT(TargetName);
+
+namespace {
+
+// Slot of column k inside the planar activation layout for a field width.
+inline uint32_t PlanarSlot(uint32_t k, uint32_t field_bits) {
+  const uint32_t g = k / 128, c = k % 128;
+  if (field_bits == 2) return g * 128 + (c % 4) * 32 + c / 4;
+  if (field_bits == 4) return g * 128 + (c % 2) * 64 + c / 2;
+  return k;
+}
+
+inline uint32_t ReadField(const uint8_t* row, uint64_t k, uint32_t fb) {
+  const uint64_t bit = k * fb;
+  uint32_t v = row[bit / 8];
+  if ((bit % 8) + fb > 8) v |= uint32_t(row[bit / 8 + 1]) << 8;
+  return (v >> (bit % 8)) & ((1u << fb) - 1);
+}
+
+}  // namespace
+
+CqLevelsQ8 QuantizeLevels(const CqLevels& levels) {
+  CqLevelsQ8 q;
+  // Ternary tables are {0, +c, -2c, -c}; code 2 is never written, so scale by c
+  // (full int8 precision for the real levels) and let -2c saturate.
+  const bool ternary = levels.count == 4 && levels.value[0] == 0.0f;
+  float mx = 0.0f;
+  for (uint32_t i = 0; i < levels.count; ++i) {
+    if (!(ternary && i == 2)) mx = std::max(mx, std::fabs(levels.value[i]));
+  }
+  q.scale = mx > 0.0f ? mx / 127.0f : 1.0f;
+  for (uint32_t i = 0; i < levels.count; ++i) {
+    const long v = std::lround(levels.value[i] / q.scale);
+    q.level[i] = static_cast<int16_t>(std::clamp(v, -127l, 127l));
+    q.level_u8[i] = static_cast<uint8_t>(static_cast<int8_t>(q.level[i]));
+  }
+  return q;
+}
+
+void RotateForCq(const float* x, uint32_t in, float* rotated) {
+  const uint32_t in_pad = static_cast<uint32_t>(CqPaddedIn(in));
+  std::memcpy(rotated, x, sizeof(float) * in);
+  std::fill(rotated + in, rotated + in_pad, 0.0f);
+  for (uint32_t g = 0; g < in_pad; g += kCqGroup) FastWalshHadamard(rotated + g, kCqGroup);
+}
+
+void QuantizeActivation(const float* rotated, uint32_t in_pad, uint32_t field_bits, ActivationQ8& out) {
+  out.in_pad = in_pad;
+  out.field_bits = field_bits;
+  for (uint32_t g = 0; g < in_pad / kCqGroup; ++g) {
+    const float* x = rotated + g * kCqGroup;
+    float mx = 0.0f;
+    for (uint32_t k = 0; k < kCqGroup; ++k) mx = std::max(mx, std::fabs(x[k]));
+    const float scale = mx > 0.0f ? mx / 127.0f : 1.0f;
+    const float inv = 1.0f / scale;
+    out.scale[g] = scale;
+    for (uint32_t k = 0; k < kCqGroup; ++k) {
+      const uint32_t col = g * kCqGroup + k;
+      out.q[PlanarSlot(col, field_bits)] = static_cast<int16_t>(std::lrint(x[k] * inv));
+    }
+  }
+}
+
+void CqMatVecA8Reference(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8& x, uint32_t r0,
+                         uint32_t r1, float* y) {
+  const uint32_t fb = CqFieldBits(w.bits);
+  if (x.field_bits != fb) throw Error(ErrorCode::kInternal, "activation prepared for another field width");
+  const uint32_t groups = static_cast<uint32_t>(CqGroupsPerRow(w.in));
+  const uint64_t row_bytes = CqRowBytes(w.in, w.bits);
+  for (uint32_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w.codes + r * row_bytes;
+    float acc = 0.0f;
+    for (uint32_t g = 0; g < groups; ++g) {
+      int32_t isum = 0;
+      for (uint32_t c = 0; c < kCqGroup; ++c) {
+        const uint32_t k = g * kCqGroup + c;
+        isum += int32_t(x.q[PlanarSlot(k, fb)]) * lv.level[ReadField(row, k, fb)];
+      }
+      uint16_t nh;
+      std::memcpy(&nh, w.norms + uint64_t(r) * groups + g, 2);
+      acc += static_cast<float>(isum) * (HalfToFloat(nh) * lv.scale * x.scale[g]);
+    }
+    y[r - r0] = acc;
+  }
+}
+
+void CqMatMulA8(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8* xs, uint32_t batch, uint32_t r0,
+                uint32_t r1, float* y, uint32_t y_stride) {
+  if (HWY_DYNAMIC_DISPATCH(MatMulSimd)(w, lv, xs, batch, r0, r1, y, y_stride)) return;
+  for (uint32_t b = 0; b < batch; ++b) CqMatVecA8Reference(w, lv, xs[b], r0, r1, y + b * y_stride);
+}
+
+void CqMatVecA8(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8& x, uint32_t r0, uint32_t r1,
+                float* y) {
+  CqMatMulA8(w, lv, &x, 1, r0, r1, y, r1 - r0);
+}
+
+const char* CqKernelTarget() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+}  // namespace needle
+#endif  // HWY_ONCE

@@ -1,0 +1,137 @@
+#include "quant/cq_matvec.h"
+
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include "base/random.h"
+#include "quant/codebook.h"
+
+namespace needle {
+namespace {
+
+struct Case {
+  uint32_t rows, in, bits;
+};
+
+struct Prepared {
+  std::vector<float> w;
+  std::vector<uint8_t> blob;
+  CqMatrixView view;
+  CqLevelsQ8 lv;
+};
+
+const std::array<float, kCodebookLen> kCodebook = ComputeHeaderCodebook(kCqGroup);
+
+Prepared Make(const Case& c, uint64_t seed) {
+  Prepared p;
+  SplitMix64 rng(seed);
+  p.w.resize(size_t(c.rows) * c.in);
+  for (float& v : p.w) v = static_cast<float>(rng.Normal() * 0.05);
+  p.blob.resize(CqBlobBytes(c.rows, c.in, c.bits));
+  CqQuantize(p.w.data(), c.rows, c.in, c.bits, kCodebook, p.blob.data());
+  p.view = MakeCqMatrixView(p.blob.data(), c.rows, c.in, c.bits, kCodebook);
+  p.lv = QuantizeLevels(p.view.levels);
+  return p;
+}
+
+struct Act {
+  std::vector<float> x, rot;
+  std::vector<int16_t> q;
+  std::vector<float> scale;
+  ActivationQ8 a;
+};
+
+Act MakeAct(uint32_t in, uint32_t fb, uint64_t seed) {
+  Act r;
+  SplitMix64 rng(seed);
+  r.x.resize(in);
+  for (float& v : r.x) v = static_cast<float>(rng.Normal());
+  const uint32_t in_pad = static_cast<uint32_t>(CqPaddedIn(in));
+  r.rot.resize(in_pad);
+  r.q.resize(in_pad);
+  r.scale.resize(in_pad / kCqGroup);
+  r.a.q = r.q.data();
+  r.a.scale = r.scale.data();
+  RotateForCq(r.x.data(), in, r.rot.data());
+  QuantizeActivation(r.rot.data(), in_pad, fb, r.a);
+  return r;
+}
+
+const Case kCases[] = {{64, 128, 2}, {33, 96, 2}, {17, 300, 3}, {40, 256, 4}, {31, 129, 4}, {24, 200, 5}, {8, 512, 5}};
+
+TEST(CqMatVecA8, ReferenceApproximatesTheFloatProduct) {
+  for (const Case& c : kCases) {
+    const Prepared p = Make(c, 1);
+    const Act act = MakeAct(c.in, CqFieldBits(c.bits), 2);
+    std::vector<float> y(c.rows), deq(c.in);
+    CqMatVecA8Reference(p.view, p.lv, act.a, 0, c.rows, y.data());
+    double err = 0, ref = 0;
+    for (uint32_t r = 0; r < c.rows; ++r) {
+      CqDequantizeRow(p.view, r, deq.data());
+      double exact = 0;
+      for (uint32_t k = 0; k < c.in; ++k) exact += double(deq[k]) * act.x[k];
+      err += (y[r] - exact) * (y[r] - exact);
+      ref += exact * exact;
+    }
+    // int8 activations and int8 levels cost well under 1% of the signal.
+    EXPECT_LT(std::sqrt(err / ref), 0.02) << c.rows << "x" << c.in << " bits " << c.bits;
+  }
+}
+
+// Every compiled SIMD target against the scalar reference.
+TEST(CqMatVecA8, SimdEqualsReferenceOnEveryTarget) {
+  for (uint32_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (const Case& c : kCases) {
+      const Prepared p = Make(c, 3);
+      const Act act = MakeAct(c.in, CqFieldBits(c.bits), 4);
+      std::vector<float> ref(c.rows), fast(c.rows);
+      CqMatVecA8Reference(p.view, p.lv, act.a, 0, c.rows, ref.data());
+      CqMatVecA8(p.view, p.lv, act.a, 0, c.rows, fast.data());
+      for (uint32_t r = 0; r < c.rows; ++r) {
+        EXPECT_NEAR(fast[r], ref[r], 1e-4f * (1.0f + std::fabs(ref[r]))) << hwy::TargetName(target) << " bits " << c.bits << " row " << r;
+      }
+      // A row sub-range writes only its rows.
+      std::vector<float> part(c.rows, -7.0f);
+      CqMatVecA8(p.view, p.lv, act.a, 3, c.rows - 2, part.data());
+      for (uint32_t r = 3; r < c.rows - 2; ++r) EXPECT_NEAR(part[r - 3], ref[r], 1e-4f * (1.0f + std::fabs(ref[r])));
+      EXPECT_EQ(part[c.rows - 5 + 1], -7.0f);
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+TEST(CqMatMulA8, BatchEqualsOneAtATime) {
+  for (const Case& c : kCases) {
+    const Prepared p = Make(c, 5);
+    std::vector<Act> acts;
+    std::vector<ActivationQ8> as;
+    for (int b = 0; b < 7; ++b) acts.push_back(MakeAct(c.in, CqFieldBits(c.bits), 10 + b));
+    for (auto& a : acts) as.push_back(a.a);
+    std::vector<float> batch(7 * c.rows);
+    CqMatMulA8(p.view, p.lv, as.data(), 7, 0, c.rows, batch.data(), c.rows);
+    for (int b = 0; b < 7; ++b) {
+      std::vector<float> one(c.rows);
+      CqMatVecA8(p.view, p.lv, as[b], 0, c.rows, one.data());
+      for (uint32_t r = 0; r < c.rows; ++r) EXPECT_EQ(batch[b * c.rows + r], one[r]) << "bits " << c.bits;
+    }
+  }
+}
+
+TEST(CqMatVecA8, LevelsQuantization) {
+  const CqLevelsQ8 q = QuantizeLevels(MakeCqLevels(2, kCodebook));
+  EXPECT_EQ(q.level[3], 127);
+  EXPECT_EQ(q.level[0], -127);
+  EXPECT_NEAR(q.level[1] * q.scale, kCodebook[1], q.scale / 2);
+  const CqLevelsQ8 t = QuantizeLevels(MakeCqLevels(kTernaryBits, kCodebook));
+  EXPECT_EQ(t.level[0], 0);
+  EXPECT_EQ(t.level[1], 127);  // +c of {0, c, -2c, -c}: the unused -2c saturates
+  EXPECT_EQ(t.level[2], -127);
+  EXPECT_EQ(t.level[3], -127);
+}
+
+}  // namespace
+}  // namespace needle
