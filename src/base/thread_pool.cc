@@ -47,14 +47,22 @@ void ThreadPool::ParallelFor(uint32_t n, RangeFn fn, void* ctx, uint32_t align) 
   uint32_t b, e;
   Split(n, threads_, 0, align, &b, &e);
   if (b < e) fn(ctx, b, e);
-  while (pending_.load(std::memory_order_acquire) != 0) NEEDLE_PAUSE();
+  // Spin briefly (the usual case: the other cores finish within microseconds),
+  // then sleep, so an oversubscribed machine is not burned by waiting.
+  for (int spin = 0; spin < 4000; ++spin) {
+    if (pending_.load(std::memory_order_acquire) == 0) return;
+    NEEDLE_PAUSE();
+  }
+  for (uint32_t p = pending_.load(std::memory_order_acquire); p != 0; p = pending_.load(std::memory_order_acquire)) {
+    pending_.wait(p, std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::WorkerLoop(uint32_t index) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t g = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; g == seen && spin < 20000; ++spin) {
+    for (int spin = 0; g == seen && spin < 4000; ++spin) {
       NEEDLE_PAUSE();
       g = generation_.load(std::memory_order_acquire);
     }
@@ -67,7 +75,7 @@ void ThreadPool::WorkerLoop(uint32_t index) {
     uint32_t b, e;
     Split(n_, threads_, index, align_, &b, &e);
     if (b < e) fn_(ctx_, b, e);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
   }
 }
 

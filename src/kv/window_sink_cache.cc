@@ -25,14 +25,21 @@ WindowSinkCache::WindowSinkCache(const CacheGeometry& g) : g_(g) {
   if (g.layers == 0 || g.kv_heads == 0 || g.head_dim == 0) throw Error(ErrorCode::kInvalidArgument, "kv cache: empty geometry");
   groups_ = (g.head_dim + kKvGroup - 1) / kKvGroup;
   const size_t row = size_t(g.kv_heads) * g.head_dim, srow = size_t(g.kv_heads) * groups_;
-  k_sink_.assign(size_t(g.layers) * g.sink_capacity * row, 0);
-  v_sink_.assign(k_sink_.size(), 0);
-  k_ring_.assign(size_t(g.layers) * g.window * row, 0);
-  v_ring_.assign(k_ring_.size(), 0);
-  ks_sink_.assign(size_t(g.layers) * g.sink_capacity * srow, 0.0f);
-  vs_sink_.assign(ks_sink_.size(), 0.0f);
-  ks_ring_.assign(size_t(g.layers) * g.window * srow, 0.0f);
-  vs_ring_.assign(ks_ring_.size(), 0.0f);
+  if (g.float_kv) {
+    kf_sink_.assign(size_t(g.layers) * g.sink_capacity * row, 0.0f);
+    vf_sink_.assign(kf_sink_.size(), 0.0f);
+    kf_ring_.assign(size_t(g.layers) * g.window * row, 0.0f);
+    vf_ring_.assign(kf_ring_.size(), 0.0f);
+  } else {
+    k_sink_.assign(size_t(g.layers) * g.sink_capacity * row, 0);
+    v_sink_.assign(k_sink_.size(), 0);
+    k_ring_.assign(size_t(g.layers) * g.window * row, 0);
+    v_ring_.assign(k_ring_.size(), 0);
+    ks_sink_.assign(size_t(g.layers) * g.sink_capacity * srow, 0.0f);
+    vs_sink_.assign(ks_sink_.size(), 0.0f);
+    ks_ring_.assign(size_t(g.layers) * g.window * srow, 0.0f);
+    vs_ring_.assign(ks_ring_.size(), 0.0f);
+  }
   token_ring_.assign(std::max<uint32_t>(1, g.token_history), 0);
   engram_ring_.assign(size_t(g.engram_sites) * std::max<uint32_t>(1, g.engram_value_history) * g.d_model, 0.0f);
   token_ring_at_sinks_ = token_ring_;  // sized once: Commit copies into them without allocating
@@ -50,7 +57,10 @@ void WindowSinkCache::Store(uint32_t layer, int64_t t, uint32_t head, const floa
   const uint32_t slots = sink ? g_.sink_capacity : g_.window;
   const size_t r = Row(layer, slot, slots) + size_t(head) * g_.head_dim;
   const size_t s = ScaleRow(layer, slot, slots) + size_t(head) * groups_;
-  if (sink) {
+  if (g_.float_kv) {
+    std::copy(k, k + g_.head_dim, (sink ? kf_sink_ : kf_ring_).begin() + static_cast<std::ptrdiff_t>(r));
+    std::copy(v, v + g_.head_dim, (sink ? vf_sink_ : vf_ring_).begin() + static_cast<std::ptrdiff_t>(r));
+  } else if (sink) {
     QuantizeKvRow(k, g_.head_dim, &k_sink_[r], &ks_sink_[s]);
     QuantizeKvRow(v, g_.head_dim, &v_sink_[r], &vs_sink_[s]);
   } else {
@@ -100,7 +110,8 @@ void WindowSinkCache::ResetToSinks() {
 uint64_t WindowSinkCache::bytes() const {
   return k_sink_.size() + v_sink_.size() + k_ring_.size() + v_ring_.size() +
          4 * (ks_sink_.size() + vs_sink_.size() + ks_ring_.size() + vs_ring_.size()) +
-         8 * engram_ring_.size() + 8 * token_ring_.size();
+         8 * engram_ring_.size() + 8 * token_ring_.size() +
+         4 * (kf_sink_.size() + vf_sink_.size() + kf_ring_.size() + vf_ring_.size());
 }
 
 }  // namespace needle

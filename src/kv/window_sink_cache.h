@@ -27,6 +27,7 @@ struct CacheGeometry {
   uint32_t engram_sites = 0;
   uint32_t engram_value_history = 0;  // ev0 vectors kept per site: (taps-1)*dilation + 1
   uint32_t token_history = 0;         // token ids kept for engram hashing
+  bool float_kv = false;              // fp32 K/V instead of int8 (the reference-precision mode of tests)
 };
 
 class WindowSinkCache {
@@ -65,6 +66,12 @@ class WindowSinkCache {
   const float* RingKScale(uint32_t layer, uint32_t slot) const { return &ks_ring_[ScaleRow(layer, slot, g_.window)]; }
   const float* RingVScale(uint32_t layer, uint32_t slot) const { return &vs_ring_[ScaleRow(layer, slot, g_.window)]; }
 
+  // fp32 rows [kv_heads][head_dim] (float_kv mode only).
+  const float* SinkKf(uint32_t layer, uint32_t slot) const { return &kf_sink_[Row(layer, slot, g_.sink_capacity)]; }
+  const float* SinkVf(uint32_t layer, uint32_t slot) const { return &vf_sink_[Row(layer, slot, g_.sink_capacity)]; }
+  const float* RingKf(uint32_t layer, uint32_t slot) const { return &kf_ring_[Row(layer, slot, g_.window)]; }
+  const float* RingVf(uint32_t layer, uint32_t slot) const { return &vf_ring_[Row(layer, slot, g_.window)]; }
+
   // Engram history: token id of position t (t > tokens() - token_history), 0 before the start.
   int32_t TokenAt(int64_t t) const;
   void PushToken(int64_t t, int32_t id);
@@ -90,6 +97,7 @@ class WindowSinkCache {
   int64_t tokens_ = 0;
   std::vector<int8_t> k_sink_, v_sink_, k_ring_, v_ring_;    // [layers][slots][kv_heads][head_dim]
   std::vector<float> ks_sink_, vs_sink_, ks_ring_, vs_ring_;  // [layers][slots][kv_heads][groups]
+  std::vector<float> kf_sink_, vf_sink_, kf_ring_, vf_ring_;  // float_kv mode: [layers][slots][kv_heads][head_dim]
   std::vector<int32_t> token_ring_;                            // [token_history]
   std::vector<float> engram_ring_;                             // [sites][engram_value_history][d_model]
   // The histories as they stood when the sink block completed: a reset restores

@@ -34,6 +34,26 @@ void RunMatMulRange(void* ctx, uint32_t r0, uint32_t r1) {
   CqMatMulA8(j->m->view, j->m->levels, j->xs, j->batch, j->row_offset + r0, j->row_offset + r1, j->y + r0, j->stride);
 }
 
+// fp32 mode: dots of the rotated (unquantized) activations with the packed rows.
+struct MatMulF32Job {
+  const QMatrix* m;
+  uint32_t row_offset;
+  const float* rotated;  // [batch][rot_stride]
+  uint32_t rot_stride;
+  uint32_t batch;
+  float* y;
+  uint32_t stride;
+};
+
+void RunMatMulF32Range(void* ctx, uint32_t r0, uint32_t r1) {
+  const auto* j = static_cast<const MatMulF32Job*>(ctx);
+  for (uint32_t b = 0; b < j->batch; ++b) {
+    for (uint32_t r = r0; r < r1; ++r) {
+      j->y[b * j->stride + r] = CqDotRowReference(j->m->view, j->row_offset + r, j->rotated + size_t(b) * j->rot_stride);
+    }
+  }
+}
+
 }  // namespace
 
 // Scratch for one chunk of up to C tokens; sized once per state.
@@ -46,6 +66,7 @@ struct DecoderState::Scratch {
   std::vector<float> act_scale;  // [C][groups_max]
   std::vector<ActivationQ8> acts;  // [C]
   uint32_t in_pad_max = 0;
+  bool fp32 = false;
 
   uint64_t bytes() const {
     uint64_t b = 0;
@@ -72,6 +93,7 @@ static CacheGeometry GeometryFor(const FastModel& m, const DecoderOptions& opt) 
   g.d_model = c.d_model;
   g.engram_sites = static_cast<uint32_t>(c.engram_layers.size());
   g.engram_value_history = (ModelConfig::kEngramTaps - 1) * c.engram_dilation() + 1;
+  g.float_kv = opt.fp32;
   g.token_history = 16;
   while (g.token_history < c.engram_dilation() * ModelConfig::kEngramTaps + c.engram_dilation()) g.token_history *= 2;
   return g;
@@ -83,6 +105,7 @@ DecoderState::DecoderState(const FastModel& model, const DecoderOptions& opt) : 
   const uint32_t d = c.d_model, n = c.mhc_lanes, H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();
   auto s = std::make_unique<Scratch>();
   s->C = C;
+  s->fp32 = opt.fp32;
   s->X.resize(size_t(C) * n * d);
   s->nx.resize(size_t(C) * n * d);
   s->u.resize(size_t(C) * d);
@@ -225,6 +248,15 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     for (uint32_t p = 0; p < T; ++p) QuantizeActivation(&s.rotated[size_t(p) * s.in_pad_max], in_pad, fb, s.acts[p]);
   };
   auto matmul = [&](const QMatrix& mat, uint32_t row_offset, uint32_t rows, float* y, uint32_t stride) {
+    if (s.fp32) {
+      MatMulF32Job job{&mat, row_offset, s.rotated.data(), s.in_pad_max, T, y, stride};
+      if (pool) {
+        pool->ParallelFor(rows, RunMatMulF32Range, &job, 4);
+      } else {
+        RunMatMulF32Range(&job, 0, rows);
+      }
+      return;
+    }
     requantize(mat.in(), mat.field_bits());
     MatMulJob job{&mat, row_offset, s.acts.data(), T, y, stride};
     if (pool) {
@@ -361,6 +393,11 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
         float* sc = s.scores.data();
         uint32_t nk = 0;
         float mx = -INFINITY;
+        auto score_f = [&](const float* kf, const float* qv) {
+          float acc = 0.0f;
+          for (uint32_t i = 0; i < hd; ++i) acc += qv[i] * kf[i];
+          return acc * inv_sqrt_hd;
+        };
         auto score = [&](const int8_t* kq, const float* ks, const float* qv) {
           float acc = 0.0f;
           for (uint32_t gi = 0; gi < ngk; ++gi) {
@@ -373,12 +410,14 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
         };
         for (int64_t ks = 0; ks < n_sink; ++ks) {
           const uint32_t slot = static_cast<uint32_t>(ks);
-          sc[nk] = score(cache.SinkK(li, slot) + g * hd, cache.SinkKScale(li, slot) + g * ngk, P >= S ? qs : qw);
+          sc[nk] = s.fp32 ? score_f(cache.SinkKf(li, slot) + g * hd, P >= S ? qs : qw)
+                          : score(cache.SinkK(li, slot) + g * hd, cache.SinkKScale(li, slot) + g * ngk, P >= S ? qs : qw);
           mx = std::max(mx, sc[nk++]);
         }
         for (int64_t kt = first; kt <= P; ++kt) {
           const uint32_t slot = cache.RingSlot(kt);
-          sc[nk] = score(cache.RingK(li, slot) + g * hd, cache.RingKScale(li, slot) + g * ngk, qw);
+          sc[nk] = s.fp32 ? score_f(cache.RingKf(li, slot) + g * hd, qw)
+                          : score(cache.RingK(li, slot) + g * hd, cache.RingKScale(li, slot) + g * ngk, qw);
           mx = std::max(mx, sc[nk++]);
         }
         float sum = 0.0f;
@@ -396,11 +435,21 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
         };
         for (int64_t ks = 0; ks < n_sink; ++ks, ++j) {
           const uint32_t slot = static_cast<uint32_t>(ks);
-          accumulate(cache.SinkV(li, slot) + g * hd, cache.SinkVScale(li, slot) + g * ngk, sc[j] * inv_sum);
+          if (s.fp32) {
+            const float* vf = cache.SinkVf(li, slot) + g * hd;
+            for (uint32_t i = 0; i < hd; ++i) o[i] += sc[j] * inv_sum * vf[i];
+          } else {
+            accumulate(cache.SinkV(li, slot) + g * hd, cache.SinkVScale(li, slot) + g * ngk, sc[j] * inv_sum);
+          }
         }
         for (int64_t kt = first; kt <= P; ++kt, ++j) {
           const uint32_t slot = cache.RingSlot(kt);
-          accumulate(cache.RingV(li, slot) + g * hd, cache.RingVScale(li, slot) + g * ngk, sc[j] * inv_sum);
+          if (s.fp32) {
+            const float* vf = cache.RingVf(li, slot) + g * hd;
+            for (uint32_t i = 0; i < hd; ++i) o[i] += sc[j] * inv_sum * vf[i];
+          } else {
+            accumulate(cache.RingV(li, slot) + g * hd, cache.RingVScale(li, slot) + g * ngk, sc[j] * inv_sum);
+          }
         }
       }
       float* o = &s.o[size_t(p) * H * hd];

@@ -33,6 +33,10 @@ struct DecoderOptions {
   uint32_t sink_length = 0;  // S: tokens of the pinned prefix (must be fed first)
   uint32_t window = 0;       // 0: the archive's effective window
   uint32_t max_chunk = 32;   // tokens per internal prefill step (bounds scratch memory)
+  // Reference precision: fp32 activations into the packed weights (no int8
+  // rounding) and fp32 K/V, through the same ring-buffer cache. Tests use it to
+  // check the cache and positions rule exactly against ReferenceModel.
+  bool fp32 = false;
 };
 
 class FastModel;

@@ -1,0 +1,203 @@
+// SPEC §3's required properties of the bounded cache, on random-weights archives.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "base/random.h"
+#include "kv/budget.h"
+#include "model/fast_model.h"
+#include "model/reference_model.h"
+#include "model/testing/archives.h"
+
+// ---- allocation hook: counts heap allocations while armed -----------------------
+namespace {
+thread_local bool g_count_allocs = false;
+thread_local uint64_t g_allocs = 0;
+}  // namespace
+void* operator new(size_t n) {
+  if (g_count_allocs) ++g_allocs;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+
+namespace needle {
+namespace {
+
+std::vector<int32_t> RandomTokens(size_t n, uint32_t vocab, uint64_t seed) {
+  SplitMix64 rng(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(14 + rng.Next() % (vocab - 14));
+  return t;
+}
+
+uint64_t ResidentKb() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10);
+  }
+  return 0;
+}
+
+// (a) The ring buffer with the positions rule equals the naive reference that
+// keeps every K/V, over a 3,000-token session with 150 sinks and a 256 window.
+TEST(WindowSinkCache, RingEqualsNaiveReferenceOverLongSession) {
+  const ModelConfig c = testing::SmallConfig();
+  const CactArchive archive = CactArchive::FromBytes(testing::NonTrivialArchive(c, "4", 11));
+  const FastModel fast(archive);
+  const ReferenceModel ref(archive);
+  const auto tokens = RandomTokens(3000, c.vocab_size, 5);
+  const uint32_t S = 150, W = 256, V = c.vocab_size;
+
+  ReferenceState rs = ref.NewState({S, W});
+  const std::vector<float> want = ref.Forward(rs, tokens);
+
+  auto st = fast.NewState({.sink_length = S, .window = W, .max_chunk = 64, .fp32 = true});
+  std::vector<float> got(tokens.size() * V);
+  fast.Forward(*st, std::span(tokens.data(), S), got.data(), true);  // the sink block in one prefill
+  for (size_t p = S; p < tokens.size(); ++p) fast.Forward(*st, std::span(&tokens[p], 1), &got[p * V]);
+  float worst = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    worst = std::max(worst, std::fabs(got[i] - want[i]));
+    scale = std::max(scale, std::fabs(want[i]));
+  }
+  std::printf("[ ring vs naive ] 3000 tokens, S=%u W=%u: max |dlogit| %.2e (logit scale %.1f)\n", S, W, worst, scale);
+  EXPECT_GT(scale, 1.0f);  // the logits are not trivially small
+  EXPECT_LE(worst, 1e-3f);
+}
+
+// (b) Chunked prefill (1, 7, 64, 300) equals token-by-token decoding, across the
+// point where eviction starts (S = 40, W = 64, 500 tokens).
+TEST(WindowSinkCache, ChunkedPrefillEqualsTokenByToken) {
+  const ModelConfig c = testing::SmallConfig();
+  const CactArchive archive = CactArchive::FromBytes(testing::NonTrivialArchive(c, "2", 12));
+  const FastModel model(archive);
+  const auto tokens = RandomTokens(500, c.vocab_size, 6);
+  const uint32_t V = c.vocab_size;
+  for (bool fp32 : {false, true}) {
+    auto one = model.NewState({.sink_length = 40, .window = 64, .fp32 = fp32});
+    std::vector<float> seq(tokens.size() * V);
+    for (size_t p = 0; p < tokens.size(); ++p) model.Forward(*one, std::span(&tokens[p], 1), &seq[p * V]);
+    for (uint32_t chunk : {1u, 7u, 64u, 300u}) {
+      auto st = model.NewState({.sink_length = 40, .window = 64, .max_chunk = 32, .fp32 = fp32});
+      std::vector<float> got(tokens.size() * V);
+      for (size_t at = 0; at < tokens.size(); at += chunk) {
+        const size_t len = std::min<size_t>(chunk, tokens.size() - at);
+        model.Forward(*st, std::span(tokens.data() + at, len), &got[at * V], true);
+      }
+      float worst = 0;
+      for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - seq[i]));
+      EXPECT_LE(worst, 1e-4f) << "chunk " << chunk << (fp32 ? " fp32" : " int8");
+    }
+  }
+}
+
+// (c) Once the window has filled, neither the cache nor the process grows.
+TEST(WindowSinkCache, MemoryStopsGrowingAfterTheWindowFills) {
+  const ModelConfig c = testing::SmallConfig();
+  const CactArchive archive = CactArchive::FromBytes(testing::NonTrivialArchive(c, "2", 13));
+  const FastModel model(archive);
+  auto st = model.NewState({.sink_length = 32, .window = 64});
+  const auto tokens = RandomTokens(10000 + 200, c.vocab_size, 7);
+  std::vector<float> logits(c.vocab_size);
+  model.Forward(*st, std::span(tokens.data(), 200), logits.data());  // sinks + a full window
+  const uint64_t bytes_full = st->bytes(), rss_full = ResidentKb();
+  for (size_t p = 200; p < tokens.size(); ++p) model.Forward(*st, std::span(&tokens[p], 1), logits.data());
+  const uint64_t rss_end = ResidentKb();
+  std::printf("[ memory ] state %llu bytes; RSS after fill %llu kB, after 10,000 more steps %llu kB\n",
+              (unsigned long long)bytes_full, (unsigned long long)rss_full, (unsigned long long)rss_end);
+  EXPECT_EQ(st->bytes(), bytes_full);
+  EXPECT_LE(rss_end, rss_full + 256);  // allocator noise only
+}
+
+// (d) The int8 fast path agrees with the fp32 path on greedy decoding.
+TEST(FastModel, Int8AgreesWithFp32OnGreedyDecoding) {
+  const ModelConfig c = testing::SmallConfig();
+  for (const char* bits : {"4", "3", "2", "ternary"}) {
+    const CactArchive archive = CactArchive::FromBytes(testing::NonTrivialArchive(c, bits, 14));
+    const FastModel model(archive);
+    auto fast = model.NewState({.sink_length = 20, .window = 64});
+    auto exact = model.NewState({.sink_length = 20, .window = 64, .fp32 = true});
+    const auto prompt = RandomTokens(20, c.vocab_size, 8);
+    const uint32_t V = c.vocab_size;
+    std::vector<float> lf(V), le(V);
+    model.Forward(*fast, prompt, lf.data());
+    model.Forward(*exact, prompt, le.data());
+    int agree = 0;
+    const int steps = 1000;
+    std::vector<bool> seen(V);
+    int distinct = 0;
+    SplitMix64 rng(99);
+    for (int i = 0; i < steps; ++i) {
+      const int32_t a = static_cast<int32_t>(std::max_element(lf.begin(), lf.end()) - lf.begin());
+      const int32_t b = static_cast<int32_t>(std::max_element(le.begin(), le.end()) - le.begin());
+      agree += a == b;
+      // Greedy, except every 8th step a random token so the stream cannot settle into a loop.
+      const int32_t next = i % 8 == 7 ? static_cast<int32_t>(14 + rng.Next() % (V - 14)) : a;
+      if (!seen[next]) seen[next] = true, ++distinct;
+      model.Forward(*fast, std::span(&next, 1), lf.data());
+      model.Forward(*exact, std::span(&next, 1), le.data());  // teacher-forced on the same stream
+    }
+    std::printf("[ int8 vs fp32 ] %s bits: top-1 agreement %.1f%% over %d greedy steps (%d distinct tokens)\n", bits,
+                100.0 * agree / steps, steps, distinct);
+    RecordProperty(std::string("agreement_") + bits, std::to_string(double(agree) / steps));
+    EXPECT_GE(agree, steps * 0.9) << bits;
+  }
+}
+
+// (e) A decode step allocates nothing on the heap.
+TEST(FastModel, DecodeStepDoesNotAllocate) {
+  const ModelConfig c = testing::SmallConfig();
+  const CactArchive archive = CactArchive::FromBytes(testing::NonTrivialArchive(c, "2", 15));
+  const FastModel model(archive);
+  ThreadPool pool(2);
+  auto st = model.NewState({.sink_length = 16, .window = 32});
+  const auto tokens = RandomTokens(200, c.vocab_size, 9);
+  std::vector<float> logits(c.vocab_size);
+  model.Forward(*st, std::span(tokens.data(), 16), logits.data(), false, &pool);
+  g_allocs = 0;
+  g_count_allocs = true;
+  for (size_t p = 16; p < tokens.size(); ++p) model.Forward(*st, std::span(&tokens[p], 1), logits.data(), false, &pool);
+  g_count_allocs = false;
+  EXPECT_EQ(g_allocs, 0u);
+}
+
+// (f) An archive whose kv_window exceeds the budget runs at the budget window.
+TEST(FastModel, WindowAboveBudgetRunsAtBudget) {
+  ModelConfig c = testing::SmallConfig();
+  c.num_layers = 40;  // per position cost large enough to make the budget bind
+  c.d_model = 512;
+  c.num_heads = 8;
+  c.num_kv_heads = 8;
+  c.max_seq_len = 8192;
+  auto bytes = testing::NonTrivialArchive(c, "2", 16);
+  const uint32_t huge = 100000;
+  std::memcpy(bytes.data() + 12, &huge, 4);  // header.kv_window
+  const CactArchive archive = CactArchive::FromBytes(bytes);
+  ASSERT_EQ(archive.header().kv_window, huge);
+  const FastModel model(archive);
+  EXPECT_EQ(model.window(), budget_window(archive.config()));
+  EXPECT_LT(model.window(), huge);
+  auto st = model.NewState({.sink_length = 0});
+  EXPECT_EQ(st->window(), budget_window(archive.config()));
+  // The window already takes the whole budget: any sink block is a clear error, not an overflow.
+  try {
+    model.NewState({.sink_length = 8});
+    ADD_FAILURE() << "a sink block beyond the budget was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBudget);
+    EXPECT_NE(std::string(e.what()).find("8 tokens"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace needle
