@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "kv/budget.h"
+#include "model/attention.h"
 #include "model/ops.h"
 #include "quant/hadamard.h"
 
@@ -34,6 +35,35 @@ void RunMatMulRange(void* ctx, uint32_t r0, uint32_t r1) {
   CqMatMulA8(j->m->view, j->m->levels, j->xs, j->batch, j->row_offset + r0, j->row_offset + r1, j->y + r0, j->stride);
 }
 
+// Several matrices that read the same activations, as one pool job (one
+// synchronisation instead of one per matrix). Rows are numbered across segments.
+struct MatMulSegment {
+  const QMatrix* m;
+  uint32_t row_offset, rows;
+  float* y;
+  uint32_t stride;
+};
+struct MultiMatMulJob {
+  MatMulSegment seg[4];
+  uint32_t num_segments;
+  const ActivationQ8* xs;
+  uint32_t batch;
+};
+
+void RunMultiMatMulRange(void* ctx, uint32_t r0, uint32_t r1) {
+  const auto* j = static_cast<const MultiMatMulJob*>(ctx);
+  uint32_t base = 0;
+  for (uint32_t i = 0; i < j->num_segments; ++i) {
+    const MatMulSegment& sg = j->seg[i];
+    const uint32_t b = std::max(r0, base), e = std::min(r1, base + sg.rows);
+    if (b < e) {
+      CqMatMulA8(sg.m->view, sg.m->levels, j->xs, j->batch, sg.row_offset + (b - base), sg.row_offset + (e - base),
+                 sg.y + (b - base), sg.stride);
+    }
+    base += sg.rows;
+  }
+}
+
 // fp32 mode: dots of the rotated (unquantized) activations with the packed rows.
 struct MatMulF32Job {
   const QMatrix* m;
@@ -54,13 +84,123 @@ void RunMatMulF32Range(void* ctx, uint32_t r0, uint32_t r1) {
   }
 }
 
+// cos/sin of pos * inv_freq[i] (angles reduced in double), computed once per
+// position and reused for every head.
+void RopeAngles(double pos, const double* inv_freq, uint32_t half, float* cs) {
+  for (uint32_t i = 0; i < half; ++i) {
+    const double angle = pos * inv_freq[i];
+    cs[i] = static_cast<float>(std::cos(angle));
+    cs[half + i] = static_cast<float>(std::sin(angle));
+  }
+}
+
+void RotateWithAngles(float* x, uint32_t hd, const float* cs) {
+  const uint32_t half = hd / 2;
+  for (uint32_t i = 0; i < half; ++i) {
+    const float x1 = x[i], x2 = x[i + half], c = cs[i], sn = cs[half + i];
+    x[i] = x1 * c - x2 * sn;
+    x[i + half] = x2 * c + x1 * sn;
+  }
+}
+
+// Attention of every kv-head group of one token, split across the pool by group.
+struct AttentionJob {
+  const WindowSinkCache* cache;
+  uint32_t layer, hd, group, ngk;
+  const float *qw, *qs;
+  float* o;
+  float* scores;
+  uint32_t scores_per_group;
+  uint32_t n_sink;
+  bool sink_scored_as_sink;
+  uint32_t win_first_slot, nw, window;
+};
+
+void RunAttentionRange(void* ctx, uint32_t g0, uint32_t g1) {
+  const auto* j = static_cast<const AttentionJob*>(ctx);
+  const WindowSinkCache& c = *j->cache;
+  const CacheGeometry& geo = c.geometry();
+  const uint32_t row_stride = geo.kv_heads * j->hd, scale_stride = geo.kv_heads * j->ngk;
+  for (uint32_t g = g0; g < g1; ++g) {
+    KvRun runs[3];
+    uint32_t nr = 0;
+    if (j->n_sink) {
+      runs[nr++] = {c.SinkK(j->layer, 0) + g * j->hd, c.SinkKScale(j->layer, 0) + g * j->ngk,
+                    c.SinkV(j->layer, 0) + g * j->hd, c.SinkVScale(j->layer, 0) + g * j->ngk, j->n_sink,
+                    j->sink_scored_as_sink};
+    }
+    if (j->nw) {
+      const uint32_t first_count = std::min(j->nw, j->window - j->win_first_slot);
+      const uint32_t s0 = j->win_first_slot;
+      runs[nr++] = {c.RingK(j->layer, s0) + g * j->hd, c.RingKScale(j->layer, s0) + g * j->ngk,
+                    c.RingV(j->layer, s0) + g * j->hd, c.RingVScale(j->layer, s0) + g * j->ngk, first_count, false};
+      if (first_count < j->nw) {
+        runs[nr++] = {c.RingK(j->layer, 0) + g * j->hd, c.RingKScale(j->layer, 0) + g * j->ngk,
+                      c.RingV(j->layer, 0) + g * j->hd, c.RingVScale(j->layer, 0) + g * j->ngk, j->nw - first_count,
+                      false};
+      }
+    }
+    AttentionGroupArgs a;
+    a.q_window = j->qw + size_t(g) * j->group * j->hd;
+    a.q_sink = j->qs + size_t(g) * j->group * j->hd;
+    a.heads = j->group;
+    a.head_dim = j->hd;
+    a.row_stride = row_stride;
+    a.scale_stride = scale_stride;
+    a.runs = runs;
+    a.num_runs = nr;
+    a.scores = j->scores + size_t(g) * j->scores_per_group;
+    a.out = j->o + size_t(g) * j->group * j->hd;
+    AttendGroup(a);
+  }
+}
+
+// fp32 mode: the same attention over fp32 K/V, plainly.
+void AttendFloat(const WindowSinkCache& cache, uint32_t li, int64_t P, int64_t S, int64_t n_sink, int64_t first,
+                 uint32_t hd, uint32_t H, uint32_t group, const float* qw, const float* qs, float* sc, float* out) {
+  const float inv_sqrt_hd = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (uint32_t hh = 0; hh < H; ++hh) {
+    const uint32_t g = hh / group;
+    const float* qwh = qw + hh * hd;
+    const float* qsh = (P >= S ? qs : qw) + hh * hd;
+    uint32_t nk = 0;
+    float mx = -INFINITY;
+    auto dot = [&](const float* a, const float* b) {
+      float acc = 0.0f;
+      for (uint32_t i = 0; i < hd; ++i) acc += a[i] * b[i];
+      return acc * inv_sqrt_hd;
+    };
+    for (int64_t ks = 0; ks < n_sink; ++ks) {
+      sc[nk] = dot(cache.SinkKf(li, static_cast<uint32_t>(ks)) + g * hd, qsh);
+      mx = std::max(mx, sc[nk++]);
+    }
+    for (int64_t kt = first; kt <= P; ++kt) {
+      sc[nk] = dot(cache.RingKf(li, cache.RingSlot(kt)) + g * hd, qwh);
+      mx = std::max(mx, sc[nk++]);
+    }
+    float sum = 0.0f;
+    for (uint32_t j = 0; j < nk; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
+    float* o = out + hh * hd;
+    std::fill(o, o + hd, 0.0f);
+    uint32_t j = 0;
+    for (int64_t ks = 0; ks < n_sink; ++ks, ++j) {
+      const float* vf = cache.SinkVf(li, static_cast<uint32_t>(ks)) + g * hd;
+      for (uint32_t i = 0; i < hd; ++i) o[i] += sc[j] / sum * vf[i];
+    }
+    for (int64_t kt = first; kt <= P; ++kt, ++j) {
+      const float* vf = cache.RingVf(li, cache.RingSlot(kt)) + g * hd;
+      for (uint32_t i = 0; i < hd; ++i) o[i] += sc[j] / sum * vf[i];
+    }
+  }
+}
+
 }  // namespace
 
 // Scratch for one chunk of up to C tokens; sized once per state.
 struct DecoderState::Scratch {
   uint32_t C = 0;
   std::vector<float> X, nx, u, xin, h, proj_pre, proj_post, proj_res, hpre, hpost, hres;
-  std::vector<float> e, ek, ev0, q, k, v, gate, o, a, x1, z, scores, qrot, krot, mean;
+  std::vector<float> e, ek, ev0, q, k, v, gate, o, a, x1, z, scores, qw, qs, rope_w, rope_s, mean;
   std::vector<float> rotated;  // [C][in_pad_max]
   std::vector<int16_t> act_q;  // [C][in_pad_max]
   std::vector<float> act_scale;  // [C][groups_max]
@@ -71,7 +211,7 @@ struct DecoderState::Scratch {
   uint64_t bytes() const {
     uint64_t b = 0;
     for (const auto* v : {&X, &nx, &u, &xin, &h, &proj_pre, &proj_post, &proj_res, &hpre, &hpost, &hres, &e, &ek, &ev0,
-                          &q, &k, &v, &gate, &o, &a, &x1, &z, &scores, &qrot, &krot, &mean, &rotated, &act_scale}) {
+                          &q, &k, &v, &gate, &o, &a, &x1, &z, &scores, &qw, &qs, &rope_w, &rope_s, &mean, &rotated, &act_scale}) {
       b += v->capacity() * sizeof(float);
     }
     return b + act_q.capacity() * 2 + acts.capacity() * sizeof(ActivationQ8);
@@ -128,9 +268,12 @@ DecoderState::DecoderState(const FastModel& model, const DecoderOptions& opt) : 
   s->a.resize(size_t(C) * d);
   s->x1.resize(d);
   s->z.resize(c.hada_n());
-  s->scores.resize(size_t(cache_.geometry().sink_capacity) + cache_.geometry().window);
-  s->qrot.resize(2 * hd);
-  s->krot.resize(hd);
+  // Per kv group: [heads in group][sinks + window] scores.
+  s->scores.resize(size_t(H) * (size_t(cache_.geometry().sink_capacity) + cache_.geometry().window));
+  s->qw.resize(size_t(H) * hd);
+  s->qs.resize(size_t(H) * hd);
+  s->rope_w.resize(hd);
+  s->rope_s.resize(hd);
   s->mean.resize(d);
   s->in_pad_max = static_cast<uint32_t>(std::max({CqPaddedIn(n * d), CqPaddedIn(d), CqPaddedIn(H * hd)}));
   s->rotated.resize(size_t(C) * s->in_pad_max);
@@ -266,6 +409,27 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     }
   };
 
+  // Matrices reading the same prepared rows: one pool job when their widths agree.
+  auto matmul_multi = [&](std::initializer_list<MatMulSegment> segs) {
+    bool same = true;
+    for (const MatMulSegment& sg : segs) same = same && sg.m->field_bits() == segs.begin()->m->field_bits();
+    if (s.fp32 || !same || segs.size() > 4) {
+      for (const MatMulSegment& sg : segs) matmul(*sg.m, sg.row_offset, sg.rows, sg.y, sg.stride);
+      return;
+    }
+    requantize(segs.begin()->m->in(), segs.begin()->m->field_bits());
+    MultiMatMulJob job{};
+    uint32_t total = 0;
+    for (const MatMulSegment& sg : segs) job.seg[job.num_segments++] = sg, total += sg.rows;
+    job.xs = s.acts.data();
+    job.batch = T;
+    if (pool) {
+      pool->ParallelFor(total, RunMultiMatMulRange, &job, 4);
+    } else {
+      RunMultiMatMulRange(&job, 0, total);
+    }
+  };
+
   // Embedding rows, scaled, into all lanes.
   const float emb_scale = std::sqrt(static_cast<float>(d));
   for (uint32_t p = 0; p < T; ++p) {
@@ -281,9 +445,9 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     // ---- mHC coefficients
     for (uint32_t p = 0; p < T; ++p) RmsUnit(&s.X[size_t(p) * n * d], n * d, &s.nx[size_t(p) * n * d]);
     prepare(s.nx.data(), n * d, phi_pre_.field_bits());
-    matmul(phi_pre_, li * n, n, s.proj_pre.data(), n);
-    matmul(phi_post_, li * n, n, s.proj_post.data(), n);
-    matmul(phi_res_, li * n * n, n * n, s.proj_res.data(), n * n);
+    matmul_multi({{&phi_pre_, li * n, n, s.proj_pre.data(), n},
+                  {&phi_post_, li * n, n, s.proj_post.data(), n},
+                  {&phi_res_, li * n * n, n * n, s.proj_res.data(), n * n}});
     for (uint32_t p = 0; p < T; ++p) {
       for (uint32_t j = 0; j < n; ++j) {
         s.hpre[p * n + j] = Sigmoid(a_pre_[li] * s.proj_pre[p * n + j] + b_pre_[li * n + j] + (j == lane ? 4.0f : -4.0f));
@@ -328,8 +492,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
         }
       }
       prepare(s.e.data(), d, E.key.field_bits());
-      matmul(E.key, 0, d, s.ek.data(), d);
-      matmul(E.value, 0, d, s.ev0.data(), d);
+      matmul_multi({{&E.key, 0, d, s.ek.data(), d}, {&E.value, 0, d, s.ev0.data(), d}});
       const uint32_t taps = static_cast<uint32_t>(E.taps.size() / d), dil = c.engram_dilation();
       for (uint32_t p = 0; p < T; ++p) {
         const int64_t P = t0 + p;
@@ -358,10 +521,10 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     // ---- attention projections (batched over the chunk)
     for (uint32_t p = 0; p < T; ++p) ZcRmsNorm(&s.xin[size_t(p) * d], Ly.norm_in.data(), d, &s.h[size_t(p) * d]);
     prepare(s.h.data(), d, Ly.q.field_bits());
-    matmul(Ly.q, 0, H * hd, s.q.data(), H * hd);
-    matmul(Ly.k, 0, kv, s.k.data(), kv);
-    matmul(Ly.v, 0, kv, s.v.data(), kv);
-    matmul(Ly.gate, 0, H * hd, s.gate.data(), H * hd);
+    matmul_multi({{&Ly.q, 0, H * hd, s.q.data(), H * hd},
+                  {&Ly.k, 0, kv, s.k.data(), kv},
+                  {&Ly.v, 0, kv, s.v.data(), kv},
+                  {&Ly.gate, 0, H * hd, s.gate.data(), H * hd}});
 
     // ---- per token: store K/V, attend (the ring never holds a key a later query still needs)
     for (uint32_t p = 0; p < T; ++p) {
@@ -369,94 +532,58 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
       float* q = &s.q[size_t(p) * H * hd];
       float* k = &s.k[size_t(p) * kv];
       const float* v = &s.v[size_t(p) * kv];
-      for (uint32_t hh = 0; hh < H; ++hh) ZcRmsNorm(q + hh * hd, Ly.q_norm.data(), hd, q + hh * hd);
-      for (uint32_t g = 0; g < G; ++g) {
-        float* kg = k + g * hd;
-        ZcRmsNorm(kg, Ly.k_norm.data(), hd, kg);
-        ApplyRope(kg, hd, static_cast<double>(P), inv_freq_.data());  // sinks: P < S is their own position
-        cache.Store(li, P, g, kg, v + g * hd);
-      }
       // Visible keys: sinks [0, min(S, P+1)), window tokens [first, P] (P >= S).
       const int64_t n_sink = std::min<int64_t>(S, P + 1);
       const int64_t first = P >= S ? std::max<int64_t>(S, P - W + 1) : P + 1;
       const int64_t nw = P >= S ? P - first + 1 : 0;
       const double sink_query_pos = P >= S ? double(S + nw - 1) : double(P);
-      const uint32_t ngk = cache.groups_per_head();
+      RopeAngles(static_cast<double>(P), inv_freq_.data(), half, s.rope_w.data());
+      RopeAngles(sink_query_pos, inv_freq_.data(), half, s.rope_s.data());
+      for (uint32_t g = 0; g < G; ++g) {
+        float* kg = k + g * hd;
+        ZcRmsNorm(kg, Ly.k_norm.data(), hd, kg);
+        RotateWithAngles(kg, hd, s.rope_w.data());  // sinks: P < S is their own position
+        cache.Store(li, P, g, kg, v + g * hd);
+      }
+      float* qw = s.qw.data();
+      float* qs = s.qs.data();
       for (uint32_t hh = 0; hh < H; ++hh) {
-        const uint32_t g = hh / group;
-        float* qw = s.qrot.data();        // rotated for window keys (absolute counter)
-        float* qs = s.qrot.data() + hd;   // rotated for sink keys (S + nw - 1)
-        std::memcpy(qw, q + hh * hd, hd * sizeof(float));
-        std::memcpy(qs, q + hh * hd, hd * sizeof(float));
-        ApplyRope(qw, hd, static_cast<double>(P), inv_freq_.data());
-        ApplyRope(qs, hd, sink_query_pos, inv_freq_.data());
-        float* sc = s.scores.data();
-        uint32_t nk = 0;
-        float mx = -INFINITY;
-        auto score_f = [&](const float* kf, const float* qv) {
-          float acc = 0.0f;
-          for (uint32_t i = 0; i < hd; ++i) acc += qv[i] * kf[i];
-          return acc * inv_sqrt_hd;
-        };
-        auto score = [&](const int8_t* kq, const float* ks, const float* qv) {
-          float acc = 0.0f;
-          for (uint32_t gi = 0; gi < ngk; ++gi) {
-            const uint32_t b = gi * 32, e = std::min(hd, b + 32);
-            float part = 0.0f;
-            for (uint32_t i = b; i < e; ++i) part += qv[i] * kq[i];
-            acc += part * ks[gi];
-          }
-          return acc * inv_sqrt_hd;
-        };
-        for (int64_t ks = 0; ks < n_sink; ++ks) {
-          const uint32_t slot = static_cast<uint32_t>(ks);
-          sc[nk] = s.fp32 ? score_f(cache.SinkKf(li, slot) + g * hd, P >= S ? qs : qw)
-                          : score(cache.SinkK(li, slot) + g * hd, cache.SinkKScale(li, slot) + g * ngk, P >= S ? qs : qw);
-          mx = std::max(mx, sc[nk++]);
-        }
-        for (int64_t kt = first; kt <= P; ++kt) {
-          const uint32_t slot = cache.RingSlot(kt);
-          sc[nk] = s.fp32 ? score_f(cache.RingKf(li, slot) + g * hd, qw)
-                          : score(cache.RingK(li, slot) + g * hd, cache.RingKScale(li, slot) + g * ngk, qw);
-          mx = std::max(mx, sc[nk++]);
-        }
-        float sum = 0.0f;
-        for (uint32_t j = 0; j < nk; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
-        const float inv_sum = 1.0f / sum;
-        float* o = &s.o[(size_t(p) * H + hh) * hd];
-        std::fill(o, o + hd, 0.0f);
-        uint32_t j = 0;
-        auto accumulate = [&](const int8_t* vq, const float* vs, float w) {
-          for (uint32_t gi = 0; gi < ngk; ++gi) {
-            const uint32_t b = gi * 32, e = std::min(hd, b + 32);
-            const float wg = w * vs[gi];
-            for (uint32_t i = b; i < e; ++i) o[i] += wg * vq[i];
-          }
-        };
-        for (int64_t ks = 0; ks < n_sink; ++ks, ++j) {
-          const uint32_t slot = static_cast<uint32_t>(ks);
-          if (s.fp32) {
-            const float* vf = cache.SinkVf(li, slot) + g * hd;
-            for (uint32_t i = 0; i < hd; ++i) o[i] += sc[j] * inv_sum * vf[i];
-          } else {
-            accumulate(cache.SinkV(li, slot) + g * hd, cache.SinkVScale(li, slot) + g * ngk, sc[j] * inv_sum);
-          }
-        }
-        for (int64_t kt = first; kt <= P; ++kt, ++j) {
-          const uint32_t slot = cache.RingSlot(kt);
-          if (s.fp32) {
-            const float* vf = cache.RingVf(li, slot) + g * hd;
-            for (uint32_t i = 0; i < hd; ++i) o[i] += sc[j] * inv_sum * vf[i];
-          } else {
-            accumulate(cache.RingV(li, slot) + g * hd, cache.RingVScale(li, slot) + g * ngk, sc[j] * inv_sum);
-          }
-        }
+        ZcRmsNorm(q + hh * hd, Ly.q_norm.data(), hd, qw + hh * hd);
+        std::memcpy(qs + hh * hd, qw + hh * hd, hd * sizeof(float));
+        RotateWithAngles(qw + hh * hd, hd, s.rope_w.data());
+        RotateWithAngles(qs + hh * hd, hd, s.rope_s.data());
       }
       float* o = &s.o[size_t(p) * H * hd];
+      if (s.fp32) {
+        AttendFloat(cache, li, P, S, n_sink, first, hd, H, group, qw, qs, s.scores.data(), o);
+      } else {
+        // Window slots of tokens first..P: one or two contiguous runs of the ring.
+        const uint32_t ngk = cache.groups_per_head();
+        AttentionJob job;
+        job.cache = &cache;
+        job.layer = li;
+        job.hd = hd;
+        job.group = group;
+        job.ngk = ngk;
+        job.qw = qw;
+        job.qs = qs;
+        job.o = o;
+        job.scores = s.scores.data();
+        job.scores_per_group = static_cast<uint32_t>(s.scores.size() / G);
+        job.n_sink = static_cast<uint32_t>(n_sink);
+        job.sink_scored_as_sink = P >= S;
+        job.win_first_slot = nw ? cache.RingSlot(first) : 0;
+        job.nw = static_cast<uint32_t>(nw);
+        job.window = static_cast<uint32_t>(W);
+        if (pool) {
+          pool->ParallelFor(G, RunAttentionRange, &job);
+        } else {
+          RunAttentionRange(&job, 0, G);
+        }
+      }
       const float* gt = &s.gate[size_t(p) * H * hd];
       for (uint32_t i = 0; i < H * hd; ++i) o[i] *= Sigmoid(gt[i]);
     }
-    (void)half;
 
     // ---- output projection, post norm, Hadamard MLP, lane update
     prepare(s.o.data(), H * hd, Ly.out.field_bits());

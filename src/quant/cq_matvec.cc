@@ -92,6 +92,62 @@ void MatMulTile(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8*
   }
 }
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// Full-width variant for AVX2 / AVX-512: a vector of int16 covers 16 or 32
+// columns of one plane, so a 2-bit group needs 4 (AVX-512) or 8 (AVX2)
+// multiply-adds instead of 16. Byte tables repeat in every 128-bit block.
+template <int kBatch, int kFieldBits>
+void MatMulTileWide(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8* xs, uint32_t r0, uint32_t r1,
+                    float* y, uint32_t y_stride) {
+  const hn::ScalableTag<int16_t> d16;
+  const hn::Rebind<int8_t, decltype(d16)> d8;
+  const hn::Rebind<uint8_t, decltype(d16)> du8;
+  const hn::Repartition<int32_t, decltype(d16)> d32;
+  const hn::Repartition<float, decltype(d16)> df;
+  const size_t L = hn::Lanes(d16);
+  constexpr int kPlanes = 8 / kFieldBits;
+  constexpr uint32_t kPlaneLen = 128 / kPlanes;
+  constexpr uint32_t kGroupBytes = 128 * kFieldBits / 8;
+  const auto table = hn::LoadDup128(du8, lv.level_u8);
+  const auto mask = hn::Set(du8, static_cast<uint8_t>((1 << kFieldBits) - 1));
+  const uint32_t groups = static_cast<uint32_t>(CqGroupsPerRow(w.in));
+  const uint64_t row_bytes = CqRowBytes(w.in, w.bits);
+  for (uint32_t r = r0; r < r1; ++r) {
+    const uint8_t* codes = w.codes + r * row_bytes;
+    const uint16_t* norms = w.norms + uint64_t(r) * groups;
+    decltype(hn::Zero(df)) acc[kBatch];
+    for (int b = 0; b < kBatch; ++b) acc[b] = hn::Zero(df);
+    for (uint32_t g = 0; g < groups; ++g) {
+      decltype(hn::Zero(d32)) sum[kBatch];
+      auto unused = hn::Zero(d32);
+      for (int b = 0; b < kBatch; ++b) sum[b] = hn::Zero(d32);
+      const uint8_t* gc = codes + g * kGroupBytes;
+      for (uint32_t c = 0; c < kPlaneLen; c += static_cast<uint32_t>(L)) {
+        const auto v = hn::LoadU(du8, gc + c);
+        for (int j = 0; j < kPlanes; ++j) {
+          const auto idx = hn::And(hn::ShiftRightSame(v, j * kFieldBits), mask);
+          const auto lvl = hn::PromoteTo(d16, hn::BitCast(d8, hn::TableLookupBytes(table, idx)));
+          const size_t slot = size_t(g) * 128 + size_t(j) * kPlaneLen + c;
+          for (int b = 0; b < kBatch; ++b) {
+            sum[b] = hn::ReorderWidenMulAccumulate(d32, lvl, hn::LoadU(d16, xs[b].q + slot), sum[b], unused);
+          }
+        }
+      }
+      uint16_t nh;
+      std::memcpy(&nh, norms + g, 2);
+      const float norm = HalfToFloat(nh) * lv.scale;
+      for (int b = 0; b < kBatch; ++b) {
+        acc[b] = hn::MulAdd(hn::ConvertTo(df, sum[b]), hn::Set(df, norm * xs[b].scale[g]), acc[b]);
+      }
+    }
+    for (int b = 0; b < kBatch; ++b) y[b * y_stride + (r - r0)] = hn::GetLane(hn::SumOfLanes(df, acc[b]));
+  }
+}
+#define NEEDLE_TILE MatMulTileWide
+#else
+#define NEEDLE_TILE MatMulTile
+#endif
+
 #endif  // HWY_TARGET != HWY_SCALAR
 
 // Returns false when this width has no SIMD kernel (the caller falls back).
@@ -102,29 +158,26 @@ bool MatMulSimd(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8*
 #else
   const uint32_t fb = CqFieldBits(w.bits);
   if (fb != 2 && fb != 4) return false;
-  for (uint32_t b0 = 0; b0 < batch; b0 += 4) {
-    const uint32_t nb = std::min<uint32_t>(4, batch - b0);
-    float* yb = y + b0 * y_stride;
-    const ActivationQ8* xb = xs + b0;
-    if (fb == 2) {
-      switch (nb) {
-        case 1: MatMulTile<1, 2>(w, lv, xb, r0, r1, yb, y_stride); break;
-        case 2: MatMulTile<2, 2>(w, lv, xb, r0, r1, yb, y_stride); break;
-        case 3: MatMulTile<3, 2>(w, lv, xb, r0, r1, yb, y_stride); break;
-        default: MatMulTile<4, 2>(w, lv, xb, r0, r1, yb, y_stride); break;
-      }
-    } else {
-      switch (nb) {
-        case 1: MatMulTile<1, 4>(w, lv, xb, r0, r1, yb, y_stride); break;
-        case 2: MatMulTile<2, 4>(w, lv, xb, r0, r1, yb, y_stride); break;
-        case 3: MatMulTile<3, 4>(w, lv, xb, r0, r1, yb, y_stride); break;
-        default: MatMulTile<4, 4>(w, lv, xb, r0, r1, yb, y_stride); break;
-      }
-    }
+  // Tiles of activations share each decoded code: 8 on AVX-512 (32 registers), else 4.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  constexpr uint32_t kTile = 8;
+#else
+  constexpr uint32_t kTile = 4;
+#endif
+  using TileFn = void (*)(const CqMatrixView&, const CqLevelsQ8&, const ActivationQ8*, uint32_t, uint32_t, float*,
+                          uint32_t);
+  static constexpr TileFn kTiles2[8] = {NEEDLE_TILE<1, 2>, NEEDLE_TILE<2, 2>, NEEDLE_TILE<3, 2>, NEEDLE_TILE<4, 2>,
+                                        NEEDLE_TILE<5, 2>, NEEDLE_TILE<6, 2>, NEEDLE_TILE<7, 2>, NEEDLE_TILE<8, 2>};
+  static constexpr TileFn kTiles4[8] = {NEEDLE_TILE<1, 4>, NEEDLE_TILE<2, 4>, NEEDLE_TILE<3, 4>, NEEDLE_TILE<4, 4>,
+                                        NEEDLE_TILE<5, 4>, NEEDLE_TILE<6, 4>, NEEDLE_TILE<7, 4>, NEEDLE_TILE<8, 4>};
+  for (uint32_t b0 = 0; b0 < batch; b0 += kTile) {
+    const uint32_t nb = std::min<uint32_t>(kTile, batch - b0);
+    (fb == 2 ? kTiles2 : kTiles4)[nb - 1](w, lv, xs + b0, r0, r1, y + b0 * y_stride, y_stride);
   }
   return true;
 #endif
 }
+#undef NEEDLE_TILE
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 

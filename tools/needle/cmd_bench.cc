@@ -1,0 +1,219 @@
+// needle bench: one long simulated session on the fast path — the tools pinned
+// as sinks, then N turns of user message / generated call / tool result — with
+// per-turn speed, resident memory and cache bytes.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "args.h"
+#include "base/error.h"
+#include "base/random.h"
+#include "base/thread_pool.h"
+#include "commands.h"
+#include "io/cact_archive.h"
+#include "kv/budget.h"
+#include "model/fast_model.h"
+#include "text/tokenizer.h"
+
+namespace needle::cli {
+namespace {
+
+// A realistic five-tool set (compact JSON, SPEC §8).
+const char* kDefaultTools =
+    R"([{"name":"send_message","description":"Send a text message to a contact","parameters":{"type":"object","properties":{"recipient":{"type":"string","description":"Contact name or number"},"body":{"type":"string","description":"Message text"}},"required":["recipient","body"]}},)"
+    R"({"name":"set_alarm","description":"Set an alarm","parameters":{"type":"object","properties":{"time":{"type":"string","description":"Time as HH:MM"},"label":{"type":"string"}},"required":["time"]}},)"
+    R"({"name":"set_lights","description":"Turn lights on or off or dim them","parameters":{"type":"object","properties":{"room":{"type":"string"},"state":{"type":"string","enum":["on","off"]},"brightness":{"type":"integer","minimum":0,"maximum":100}},"required":["room"]}},)"
+    R"({"name":"get_weather","description":"Current weather for a city","parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["city"]}},)"
+    R"({"name":"play_music","description":"Play a song, artist or playlist","parameters":{"type":"object","properties":{"query":{"type":"string"},"shuffle":{"type":"boolean"}},"required":["query"]}}])";
+
+const char* kUserMessages[] = {
+    "dim the kitchen lights to 30 percent please",     "what's the weather like in Lagos right now?",
+    "text Maria that I'll be ten minutes late",        "wake me up at 6:45 tomorrow, label it gym",
+    "play some Miles Davis on shuffle",                "turn off the bedroom lights",
+};
+const char* kToolResults[] = {R"({"ok":true})", R"({"city":"Lagos","temp_c":27,"sky":"clear"})",
+                              R"({"status":"sent","id":4211})"};
+
+struct Clock {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double Seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+};
+
+double StatusMb(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::string k = key;
+  while (std::getline(in, line)) {
+    if (line.rfind(k, 0) == 0) return std::strtod(line.c_str() + k.size(), nullptr) / 1024.0;
+  }
+  return 0.0;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, "cannot open '" + path + "'");
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+int RunBench(int argc, char** argv) {
+  Args args("bench", "--model FILE.cact [--turns N] [--tools TOOLS.json] [--threads K] [--json]",
+            "Simulates one long session on the fast path: the tool definitions pinned as KV\n"
+            "sinks, then N turns of a user message (~20 tokens), ~30 generated tokens and a\n"
+            "tool result (~15 tokens). Prints per-turn prefill/decode tok/s, resident memory\n"
+            "and cache bytes; a progress bar goes to stderr.",
+            {{"model", "FILE", "the archive (required)"},
+             {"turns", "N", "turns to simulate (default 100)"},
+             {"tools", "FILE", "tools JSON array to pin as sinks (default: a built-in 5-tool set)"},
+             {"threads", "K", "threads for the matrix products (default 1)"},
+             {"gen", "N", "tokens generated per turn (default 30)"},
+             {"synthetic", "", "use token ids of the target lengths instead of encoded text"},
+             {"fp32", "", "run the fp32 path (no int8 rounding) instead of the int8 fast path"},
+             {"window", "W", "override the archive's window (testing)"},
+             {"every", "N", "print every N-th turn (default: about 20 lines)"},
+             {"json", "", "end with one JSON object"}});
+  if (!args.Parse(argc, argv)) return 0;
+  const CactArchive archive = CactArchive::Open(args.Require("model"));
+  const FastModel model(archive);
+  const ModelConfig& c = model.config();
+  const long long turns = args.GetInt("turns", 100);
+  const long long threads = args.GetInt("threads", 1);
+  const long long gen = args.GetInt("gen", 30);
+  if (turns < 1 || threads < 1 || threads > 256 || gen < 1) throw Error(ErrorCode::kInvalidArgument, "bench: --turns, --threads and --gen must be positive");
+  const bool json = args.Has("json");
+
+  // Token streams: real text through the archive's tokenizer, unless it is the
+  // byte-level fallback vocabulary (which would make every message ~5x longer).
+  const Tokenizer tok(archive.tokenizer());
+  const bool synthetic = args.Has("synthetic") || archive.tokenizer().pieces.size() <= 271;
+  const std::string tools = args.Has("tools") ? ReadFile(args.Get("tools")) : kDefaultTools;
+  if (args.Has("tools")) {
+    try {
+      (void)nlohmann::json::parse(tools);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw Error(ErrorCode::kInvalidJson, "bench: --tools: " + std::string(e.what()));
+    }
+  }
+  SplitMix64 rng(1);
+  auto synth = [&](size_t n) {
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = static_cast<int32_t>(14 + rng.Next() % (c.vocab_size - 14));
+    return t;
+  };
+  auto encode = [&](const std::string& text, size_t synthetic_len, std::initializer_list<int32_t> prefix = {}) {
+    std::vector<int32_t> ids(prefix);
+    const std::vector<int32_t> body = synthetic ? synth(synthetic_len) : tok.Encode(text);
+    ids.insert(ids.end(), body.begin(), body.end());
+    return ids;
+  };
+  const std::vector<int32_t> sink =
+      encode("<|im_start|>user\n<tools>" + tools + "</tools>", 300, {static_cast<int32_t>(kBosId)});
+  if (synthetic && !json) std::fprintf(stderr, "bench: synthetic token streams (the archive has no trained tokenizer)\n");
+
+  DecoderOptions opt;
+  opt.sink_length = static_cast<uint32_t>(sink.size());
+  opt.window = static_cast<uint32_t>(args.GetInt("window", 0));
+  opt.fp32 = args.Has("fp32");
+  auto st = model.NewState(opt);
+  ThreadPool pool(static_cast<uint32_t>(threads));
+  std::vector<float> logits(c.vocab_size);
+  const uint64_t cache_bytes = st->cache().bytes();
+
+  Clock total;
+  model.Forward(*st, sink, logits.data(), false, &pool);
+  const double sink_seconds = total.Seconds();
+
+  struct Turn {
+    double prefill_tps, decode_tps, rss_mb;
+  };
+  std::vector<Turn> per_turn;
+  double rss_after_fill = -1;
+  double prefill_tokens = 0, prefill_seconds = 0, decode_tokens = 0, decode_seconds = 0;
+  const long long every = args.GetInt("every", std::max<long long>(1, turns / 20));
+  if (!json) {
+    std::printf("model %s: %u layers, d %u, window %u, sinks %zu tokens, cache %.2f MB, %lld thread(s), kernels %s%s\n",
+                args.Get("model").c_str(), c.num_layers, c.d_model, st->window(), sink.size(), cache_bytes / 1e6,
+                threads, CqKernelTarget(), opt.fp32 ? ", fp32 path" : "");
+    std::printf("%6s %10s %12s %12s %10s %12s\n", "turn", "tokens", "prefill t/s", "decode t/s", "rss MB", "cache MB");
+  }
+  for (long long turn = 0; turn < turns; ++turn) {
+    const std::string user = kUserMessages[turn % std::size(kUserMessages)];
+    const std::vector<int32_t> user_ids = encode(
+        (turn == 0 ? "\n" : "<|im_start|>user\n") + user + "<|im_end|>\n<|im_start|>assistant\n", 20);
+    Clock c1;
+    model.Forward(*st, user_ids, logits.data(), false, &pool);
+    const double t_user = c1.Seconds();
+    Clock c2;
+    for (long long g = 0; g < gen; ++g) {
+      const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      model.Forward(*st, std::span(&next, 1), logits.data(), false, &pool);
+    }
+    const double t_gen = c2.Seconds();
+    const std::vector<int32_t> result_ids =
+        encode(std::string("<|im_end|>\n<|im_start|>tool\n<tool_result>") + kToolResults[turn % std::size(kToolResults)] +
+                   "</tool_result><|im_end|>\n",
+               15);
+    Clock c3;
+    model.Forward(*st, result_ids, logits.data(), false, &pool);
+    const double t_result = c3.Seconds();
+
+    const double ptoks = double(user_ids.size() + result_ids.size()), pt = t_user + t_result;
+    prefill_tokens += ptoks, prefill_seconds += pt, decode_tokens += double(gen), decode_seconds += t_gen;
+    const double rss = StatusMb("VmRSS:");
+    if (rss_after_fill < 0 && st->cache().tokens() >= int64_t(sink.size()) + st->window()) rss_after_fill = rss;
+    per_turn.push_back({ptoks / pt, double(gen) / t_gen, rss});
+    if (!json && ((turn + 1) % every == 0 || turn == 0 || turn + 1 == turns)) {
+      std::printf("%6lld %10lld %12.0f %12.0f %10.1f %12.2f\n", turn + 1, (long long)st->cache().tokens(), ptoks / pt,
+                  double(gen) / t_gen, rss, st->cache().bytes() / 1e6);
+    }
+    // Progress bar on stderr.
+    const int width = 40, filled = int(width * (turn + 1) / turns);
+    std::fprintf(stderr, "\r[%s%s] %lld/%lld turns", std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), turn + 1, turns);
+  }
+  std::fprintf(stderr, "\n");
+  auto mean_decode = [&](size_t b, size_t e) {
+    double s = 0;
+    for (size_t i = b; i < e; ++i) s += per_turn[i].decode_tps;
+    return e > b ? s / double(e - b) : 0.0;
+  };
+  const size_t nt = per_turn.size();
+  nlohmann::json j = {{"turns", turns},
+                      {"threads", threads},
+                      {"kernels", CqKernelTarget()},
+                      {"fp32", opt.fp32},
+                      {"synthetic_tokens", synthetic},
+                      {"sink_tokens", sink.size()},
+                      {"window", st->window()},
+                      {"tokens", st->cache().tokens()},
+                      {"cache_bytes", cache_bytes},
+                      {"state_bytes", st->bytes()},
+                      {"sink_prefill_tps", double(sink.size()) / sink_seconds},
+                      {"prefill_tps", prefill_tokens / prefill_seconds},
+                      {"decode_tps", decode_tokens / decode_seconds},
+                      {"decode_tps_first", mean_decode(0, std::min<size_t>(10, nt))},
+                      {"decode_tps_last", mean_decode(nt - std::min<size_t>(10, nt), nt)},
+                      {"peak_rss_mb", StatusMb("VmHWM:")},
+                      {"rss_mb_after_fill", rss_after_fill},
+                      {"rss_mb_end", StatusMb("VmRSS:")},
+                      {"seconds", total.Seconds()}};
+  if (json) {
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("\nprefill %.0f tok/s, decode %.0f tok/s (first 10 turns %.0f, last 10 %.0f), peak RSS %.1f MB, "
+                "RSS after the window filled %.1f MB, at the end %.1f MB\n",
+                j["prefill_tps"].get<double>(), j["decode_tps"].get<double>(), j["decode_tps_first"].get<double>(),
+                j["decode_tps_last"].get<double>(), j["peak_rss_mb"].get<double>(), rss_after_fill,
+                j["rss_mb_end"].get<double>());
+  }
+  return 0;
+}
+
+}  // namespace needle::cli
