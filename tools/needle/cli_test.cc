@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "text/tokenizer_testing.h"
+
 namespace {
 
 struct Result {
@@ -41,7 +43,7 @@ Result RunNeedle(const std::string& args) {
 const std::string kTiny = std::string(NEEDLE_SOURCE_DIR) + "/src/io/testdata/tiny.json";
 
 TEST(Cli, HelpOnEachSubcommand) {
-  for (const char* cmd : {"random", "inspect"}) {
+  for (const char* cmd : {"random", "inspect", "tokenize", "tokenizer-train"}) {
     const Result r = RunNeedle(std::string(cmd) + " --help");
     EXPECT_EQ(r.code, 0) << cmd;
     EXPECT_NE(r.out.find("usage: needle " + std::string(cmd)), std::string::npos) << r.out;
@@ -125,6 +127,128 @@ TEST(Cli, Needle2AtTwoBitsFitsIn14MB) {
   EXPECT_EQ(j["kv"]["budget_window"], 704);
   EXPECT_EQ(j["kv"]["effective_window"], 256);
   std::remove(path.c_str());
+}
+
+// ---- tokenize / tokenizer-train ------------------------------------------------
+
+std::string JoinIds(const std::vector<int>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? " " : "") + std::to_string(ids[i]);
+  return s;
+}
+
+// In a --lines file a newline is written as the two characters \n.
+std::string EscapeNewlines(const std::string& text) {
+  std::string s;
+  for (char c : text) s += c == '\n' ? std::string("\\n") : std::string(1, c);
+  return s;
+}
+
+TEST(Cli, TokenizeReproducesTheGoldenIds) {
+  const auto golden = nlohmann::json::parse(std::ifstream(std::string(NEEDLE_GOLDEN_DIR) + "/tokenizer_ids.json"));
+  const std::string archive = std::string(NEEDLE_GOLDEN_DIR) + "/golden-b3.cact";
+  // One text as an argument (the first golden entry has no quotes or newlines).
+  const std::string first = golden[0]["text"];
+  Result r = RunNeedle("tokenize --model " + archive + " '" + first + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, JoinIds(golden[0]["ids"].get<std::vector<int>>()) + "\n");
+  // Every entry through --lines, newlines escaped, the empty text as an empty line.
+  const std::string lines = TempDir() + "/golden-lines.txt";
+  std::string want;
+  {
+    std::ofstream f(lines, std::ios::binary);
+    for (const auto& e : golden) {
+      f << EscapeNewlines(e["text"].get<std::string>()) << "\n";
+      want += JoinIds(e["ids"].get<std::vector<int>>()) + "\n";
+    }
+  }
+  r = RunNeedle("tokenize --model " + archive + " --lines " + lines);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, want);
+  // The SentencePiece file itself gives the same, and stdin works.
+  r = RunNeedle("tokenize --model " + std::string(NEEDLE_GOLDEN_DIR) + "/tokenizer.model --lines - <" + lines);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, want);
+}
+
+TEST(Cli, TokenizePieces) {
+  const Result r = RunNeedle("tokenize --model " + std::string(NEEDLE_GOLDEN_DIR) + "/golden-b2.cact --pieces 'x<tools>y'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "\u2581 <0x78> <tools> y\n");  // x is not a piece of the golden vocabulary
+}
+
+TEST(Cli, TokenizeErrors) {
+  const std::string archive = std::string(NEEDLE_GOLDEN_DIR) + "/golden-b2.cact";
+  struct Case {
+    std::string args;
+    const char* expect;
+  } cases[] = {
+      {"tokenize 'text'", "--model is required"},
+      {"tokenize --model " + archive, "exactly one TEXT"},
+      {"tokenize --model " + archive + " a b", "exactly one TEXT"},
+      {"tokenize --model " + archive + " --lines /dev/null text", "exclusive"},
+      {"tokenize --model " + archive + " --lines " + TempDir() + "/no-such-file", "cannot open"},
+      {"tokenize --model " + TempDir() + "/no-such.cact x", "cannot open"},
+      {"tokenize --model " + std::string(NEEDLE_SOURCE_DIR) + "/CMakeLists.txt x", "header"},
+  };
+  for (const auto& c : cases) {
+    const Result r = RunNeedle(c.args);
+    EXPECT_EQ(r.code, 2) << c.args;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+TEST(Cli, TokenizerTrainThenEmbedThenTokenize) {
+  const std::string corpus = TempDir() + "/corpus.txt", out = TempDir() + "/tok";
+  std::ofstream(corpus, std::ios::binary) << needle::testing::TrainingCorpus(5, 3000);
+  // Two input files: the corpus given twice, once as a trailing positional.
+  Result r = RunNeedle("tokenizer-train --input " + corpus + " " + corpus + " --vocab 500 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("6000 lines"), std::string::npos) << r.err;
+  const std::string model = out + "/tokenizer.model";
+  // Embed it in an archive whose vocab is 500 too, and tokenize through both.
+  auto config = nlohmann::json::parse(std::ifstream(kTiny));
+  config["vocab_size"] = 500;
+  const std::string config_path = TempDir() + "/tiny500.json", archive = TempDir() + "/tiny500.cact";
+  std::ofstream(config_path) << config.dump();
+  r = RunNeedle("random --preset " + config_path + " --tokenizer " + model + " --out " + archive);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = RunNeedle("inspect --json --summary " + archive);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["geometry"]["vocab"], 500);
+  const std::string lines = TempDir() + "/train-lines.txt";
+  std::ofstream(lines, std::ios::binary) << "set a timer for 25 minutes\n<tool_call>[]</tool_call>\\n\n\n \xFF\n";
+  const Result from_archive = RunNeedle("tokenize --model " + archive + " --lines " + lines);
+  const Result from_model = RunNeedle("tokenize --model " + model + " --lines " + lines);
+  ASSERT_EQ(from_archive.code, 0) << from_archive.err;
+  EXPECT_EQ(from_archive.out, from_model.out);
+  EXPECT_EQ(std::count(from_archive.out.begin(), from_archive.out.end(), '\n'), 4) << from_archive.out;
+  // Digits are split one per token: "25" is two tokens after the space.
+  const Result digits = RunNeedle("tokenize --model " + model + " --pieces '25'");
+  EXPECT_EQ(digits.out, "\u2581 2 5\n");
+  std::remove(corpus.c_str());
+}
+
+TEST(Cli, TokenizerTrainErrors) {
+  const std::string corpus = TempDir() + "/small-corpus.txt";
+  std::ofstream(corpus) << "just a few words\nnot enough for a big vocabulary\n";
+  struct Case {
+    std::string args;
+    const char* expect;
+  } cases[] = {
+      {"tokenizer-train --vocab 500 --out " + TempDir() + "/x", "--input is required"},
+      {"tokenizer-train --input " + corpus + " --out " + TempDir() + "/x", "--vocab is required"},
+      {"tokenizer-train --input " + corpus + " --vocab 100 --out " + TempDir() + "/x", "--vocab must be"},
+      {"tokenizer-train --input " + TempDir() + "/missing.txt --vocab 500 --out " + TempDir() + "/x", "cannot open input"},
+      {"tokenizer-train --input " + corpus + " --vocab 8192 --out " + TempDir() + "/x", "Vocabulary size too high"},
+  };
+  for (const auto& c : cases) {
+    const Result r = RunNeedle(c.args);
+    EXPECT_EQ(r.code, 2) << c.args;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 }  // namespace

@@ -96,7 +96,8 @@ int RunBench(int argc, char** argv) {
   const std::string tools = args.Has("tools") ? ReadFile(args.Get("tools")) : kDefaultTools;
   if (args.Has("tools")) {
     try {
-      (void)nlohmann::json::parse(tools);
+      const nlohmann::json parsed = nlohmann::json::parse(tools);
+      if (!parsed.is_array()) throw Error(ErrorCode::kInvalidJson, "bench: --tools must hold a JSON array of tool schemas");
     } catch (const nlohmann::json::parse_error& e) {
       throw Error(ErrorCode::kInvalidJson, "bench: --tools: " + std::string(e.what()));
     }

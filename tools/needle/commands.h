@@ -6,5 +6,8 @@ namespace needle::cli {
 
 int RunRandom(int argc, char** argv);
 int RunInspect(int argc, char** argv);
+int RunBench(int argc, char** argv);
+int RunTokenize(int argc, char** argv);
+int RunTokenizerTrain(int argc, char** argv);
 
 }  // namespace needle::cli

@@ -18,11 +18,14 @@ struct Command {
 const Command kCommands[] = {
     {"random", needle::cli::RunRandom, "create an archive with random weights (SPEC §1 init)"},
     {"inspect", needle::cli::RunInspect, "validate an archive and show geometry, budget and tensors"},
+    {"bench", needle::cli::RunBench, "simulate a long session: speed, memory, cache bytes"},
+    {"tokenize", needle::cli::RunTokenize, "encode text with an archive's tokenizer (ids or pieces)"},
+    {"tokenizer-train", needle::cli::RunTokenizerTrain, "train the SentencePiece BPE tokenizer (SPEC §7)"},
 };
 
 void Usage(FILE* out) {
   std::fprintf(out, "usage: needle <command> [flags]   (needle <command> --help for details)\n\ncommands:\n");
-  for (const auto& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
+  for (const auto& c : kCommands) std::fprintf(out, "  %-16s %s\n", c.name, c.summary);
 }
 
 }  // namespace
