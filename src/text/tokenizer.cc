@@ -357,11 +357,11 @@ std::pair<size_t, int32_t> Tokenizer::MatchUserDefined(std::string_view s) const
 
 // SentencePiece's Normalizer with an identity rule: markers copied, each
 // malformed byte -> U+FFFD, each space -> U+2581, one U+2581 in front.
-void Tokenizer::Normalize(std::string_view text, std::string& out) const {
+void Tokenizer::Normalize(std::string_view text, bool dummy_prefix, std::string& out) const {
   out.clear();
   if (text.empty()) return;
   out.reserve(text.size() + text.size() / 8 + kSpaceSymbolLen);
-  if (add_dummy_prefix_) out.append(kSpaceSymbol, kSpaceSymbolLen);
+  if (dummy_prefix) out.append(kSpaceSymbol, kSpaceSymbolLen);
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();
   size_t i = 0;
@@ -530,7 +530,18 @@ void Tokenizer::Encode(std::string_view text, std::vector<int32_t>& ids) const {
                 "tokenizer: input of " + std::to_string(text.size()) + " bytes exceeds the limit of " + std::to_string(kMaxInputBytes));
   }
   EncodeState st;
-  Normalize(text, st.norm);
+  Normalize(text, add_dummy_prefix_, st.norm);
+  EncodeNormalized(st.norm, st, ids);
+}
+
+void Tokenizer::EncodeContinuation(std::string_view text, std::vector<int32_t>& ids) const {
+  ids.clear();
+  if (text.size() > kMaxInputBytes) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "tokenizer: input of " + std::to_string(text.size()) + " bytes exceeds the limit of " + std::to_string(kMaxInputBytes));
+  }
+  EncodeState st;
+  Normalize(text, false, st.norm);
   EncodeNormalized(st.norm, st, ids);
 }
 

@@ -77,6 +77,10 @@ class Tokenizer {
   std::vector<int32_t> Encode(std::string_view text) const;
   // The same, into `ids` (cleared first) so a caller can reuse its buffer.
   void Encode(std::string_view text, std::vector<int32_t>& ids) const;
+  // Encodes `text` as the continuation of a longer text: no dummy prefix.
+  // Prompts are built from marker-delimited segments encoded this way; since
+  // markers never merge, segment by segment equals the whole at once.
+  void EncodeContinuation(std::string_view text, std::vector<int32_t>& ids) const;
   // Ids -> text (see above). Throws Error(kInvalidArgument) for an id outside [0, vocab_size).
   std::string Decode(std::span<const int32_t> ids) const;
 
@@ -122,7 +126,7 @@ class Tokenizer {
   bool Mergeable(int32_t id) const {
     return id >= 0 && (types_[id] == PieceType::kNormal || types_[id] == PieceType::kUserDefined);
   }
-  void Normalize(std::string_view text, std::string& out) const;
+  void Normalize(std::string_view text, bool dummy_prefix, std::string& out) const;
   void EncodeNormalized(std::string_view norm, EncodeState& st, std::vector<int32_t>& ids) const;
   void BpeSegment(std::string_view norm, EncodeState& st, std::vector<int32_t>& ids) const;
   void EmitSymbol(std::string_view text, int32_t id, EncodeState& st, std::vector<int32_t>& ids) const;

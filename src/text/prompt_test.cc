@@ -1,0 +1,70 @@
+#include "text/prompt.h"
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "io/tokenizer_blob.h"
+
+namespace needle {
+namespace {
+
+const std::string kGolden = NEEDLE_GOLDEN_DIR;
+
+TEST(Prompt, ToolsAreCanonicalCompactJson) {
+  const auto tools = nlohmann::ordered_json::parse(
+      R"([{"parameters": {"type": "object", "properties": {"room": {"type": "string"}}}, "name": "set_lights", "description": "Lights"}])");
+  EXPECT_EQ(RenderToolsJson(tools),
+            R"([{"name":"set_lights","description":"Lights","parameters":{"type":"object","properties":{"room":{"type":"string"}}}}])");
+  EXPECT_THROW(RenderToolsJson(nlohmann::ordered_json::parse(R"([{"name":"a"},{"name":"a"}])")), Error);
+  EXPECT_THROW(RenderToolsJson(nlohmann::ordered_json::parse(R"([{"description":"x"}])")), Error);
+  EXPECT_THROW(RenderToolsJson(nlohmann::ordered_json::parse(R"({"name":"a"})")), Error);
+  EXPECT_EQ(RenderToolsJson(nlohmann::ordered_json::parse(R"([{"name":"ping"}])")),
+            R"([{"name":"ping","parameters":{"type":"object","properties":{}}}])");
+}
+
+TEST(Prompt, FactsInCanonicalOrder) {
+  EXPECT_EQ(RenderSystemFacts(nlohmann::ordered_json::parse(R"({"locale":"en-GB","date":"2026-11-30","battery":41})")),
+            "date: 2026-11-30\nlocale: en-GB\nbattery: 41");
+  EXPECT_THROW(RenderSystemFacts(nlohmann::ordered_json::parse(R"({"mood":"happy"})")), Error);
+  EXPECT_EQ(RenderSystemFacts(nlohmann::ordered_json()), "");
+}
+
+TEST(Prompt, SegmentsEncodeLikeTheWhole) {
+  const Tokenizer tok(ReadSentencePieceModelFile(kGolden + "/tokenizer.model"));
+  const PromptEncoder enc(tok);
+  const auto ex = nlohmann::ordered_json::parse(
+      R"({"query":"dim the kitchen lights to 30 please","tools":[{"name":"set_lights","parameters":{"type":"object"}}],
+          "answers":[{"name":"set_lights","arguments":{"room":"kitchen","brightness":30}}],
+          "reasoning":"'kitchen' -> room; 'dim to 30' -> brightness 30","system":{"date":"2026-11-30"}})");
+  const EncodedPrompt p = EncodeExample(enc, ex);
+  // The same text encoded in one go (without the dummy prefix) gives the same ids.
+  const std::string whole = SinkText("date: 2026-11-30", RenderToolsJson(ex["tools"])) +
+                            FirstQueryText(ex["query"].get<std::string>()) +
+                            AssistantTargetText(ex["reasoning"].get<std::string>(), RenderCallsJson(ex["answers"]));
+  std::vector<int32_t> ids;
+  tok.EncodeContinuation(whole, ids);
+  ids.insert(ids.begin(), tok.bos_id());
+  ids.push_back(tok.eos_id());
+  EXPECT_EQ(p.ids, ids);
+  // The sink block ends at </tools>; the targets start at <think> and end with EOS.
+  ASSERT_GT(p.sink_length, 2u);
+  EXPECT_EQ(p.ids[0], tok.bos_id());
+  EXPECT_EQ(p.ids[p.sink_length - 1], int32_t(kToolsEndId));
+  const auto first_target = std::find(p.target.begin(), p.target.end(), 1) - p.target.begin();
+  EXPECT_EQ(p.ids[first_target], int32_t(kThinkId));
+  EXPECT_EQ(p.ids.back(), tok.eos_id());
+  EXPECT_EQ(p.target.back(), 1);
+  EXPECT_EQ(std::count(p.target.begin(), p.target.end(), 1), static_cast<long>(p.ids.size() - first_target));
+  // Decoding the target gives the calls back verbatim.
+  const std::string decoded = tok.Decode(std::span(p.ids).subspan(first_target));
+  EXPECT_NE(decoded.find(R"(<tool_call>[{"name":"set_lights","arguments":{"room":"kitchen","brightness":30}}]</tool_call>)"), std::string::npos) << decoded;
+}
+
+TEST(Prompt, RefusalRendersEmptyArray) {
+  EXPECT_EQ(RenderCallsJson(nlohmann::ordered_json::array()), "[]");
+  EXPECT_EQ(AssistantTargetText("", "[]"), "<think></think>\n<tool_call>[]</tool_call><|im_end|>");
+  EXPECT_THROW(RenderCallsJson(nlohmann::ordered_json::parse(R"([{"arguments":{}}])")), Error);
+}
+
+}  // namespace
+}  // namespace needle
