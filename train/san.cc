@@ -1,0 +1,267 @@
+#include "train/san.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+
+namespace needle::train {
+namespace {
+
+torch::Tensor FromVector(const std::vector<float>& v, const TensorSpec& s) {
+  std::vector<int64_t> shape(s.shape, s.shape + s.ndim);
+  return torch::from_blob(const_cast<float*>(v.data()), shape, torch::kFloat32).clone();
+}
+
+torch::Tensor ZcRms(const torch::Tensor& x, const torch::Tensor& scale) {
+  return (1 + scale) * x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6);
+}
+
+torch::Tensor RmsUnit(const torch::Tensor& x) { return x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6); }
+
+// x [B, T, heads, hd] rotated by angles whose cos/sin are [B, T, hd/2].
+torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const int64_t half = x.size(-1) / 2;
+  const auto x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
+  const auto c = cos.unsqueeze(2), s = sin.unsqueeze(2);
+  return torch::cat({x1 * c - x2 * s, x2 * c + x1 * s}, -1);
+}
+
+torch::Tensor HadamardMatrix(int64_t m) {
+  std::vector<float> h(size_t(m) * m);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(m));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < m; ++j) h[i * m + j] = (__builtin_popcountll(uint64_t(i & j)) & 1 ? -scale : scale);
+  return torch::from_blob(h.data(), {m, m}, torch::kFloat32).clone();
+}
+
+std::string ParamName(const std::string& spec_name) {
+  std::string s = spec_name;
+  for (char& ch : s) ch = ch == '.' ? '_' : ch;
+  return s;
+}
+
+}  // namespace
+
+TrainBatch TrainBatch::From(const PackedRows& p, const ModelConfig& c, torch::Device device) {
+  const int64_t R = p.rows, T = p.length, tables = c.num_engram_tables(), taps = ModelConfig::kEngramTaps;
+  auto i64 = [&](const std::vector<int64_t>& v, std::vector<int64_t> shape) {
+    return torch::from_blob(const_cast<int64_t*>(v.data()), shape, torch::kInt64).clone().to(device);
+  };
+  TrainBatch b;
+  b.tokens = i64(p.tokens, {R, T});
+  b.seg = i64(p.seg, {R, T});
+  b.sink = torch::from_blob(const_cast<uint8_t*>(p.sink.data()), {R, T}, torch::kUInt8).clone().to(torch::kBool).to(device);
+  b.pos = i64(p.pos, {R, T});
+  b.sink_qpos = i64(p.sink_qpos, {R, T});
+  b.targets = i64(p.targets, {R, T});
+  b.engram_idx = i64(p.engram_idx, {R, T, tables});
+  b.engram_ok = torch::from_blob(const_cast<float*>(p.engram_ok.data()), {R, T, tables}, torch::kFloat32).clone().to(device);
+  b.tap_ok = torch::from_blob(const_cast<float*>(p.tap_ok.data()), {R, T, taps}, torch::kFloat32).clone().to(device);
+  return b;
+}
+
+SanImpl::SanImpl(const ModelConfig& c, std::vector<HeadSpec> head_specs, uint64_t seed)
+    : c_(c), head_specs_(std::move(head_specs)) {
+  const ModelWeights w = RandomWeights(c, head_specs_, seed);  // SPEC §1 reference initialisation
+  specs_ = w.specs;
+  CactLayout lay;
+  BuildTensorSpecs(c, head_specs_, &lay);
+  std::vector<torch::Tensor> t(specs_.size());
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    t[i] = FromVector(w.tensors[i], specs_[i]);
+    if (specs_[i].map_key == "heads.manifest") {
+      t[i] = register_buffer(ParamName(specs_[i].name), t[i]);
+    } else {
+      t[i] = register_parameter(ParamName(specs_[i].name), t[i]);
+    }
+  }
+  embedding = t[lay.embedding];
+  for (const LayerTensors& l : lay.layers) {
+    layers.push_back({t[l.norm_in], t[l.q_proj], t[l.k_proj], t[l.v_proj], t[l.q_norm], t[l.k_norm], t[l.gate_proj],
+                      t[l.out_proj], t[l.post_norm], t[l.attn_gate], t[l.pre_hada], t[l.d1], t[l.d2], t[l.d3]});
+  }
+  a_pre = t[lay.mhc_a_pre], a_post = t[lay.mhc_a_post], a_res = t[lay.mhc_a_res];
+  b_pre = t[lay.mhc_b_pre], b_post = t[lay.mhc_b_post], b_res = t[lay.mhc_b_res];
+  phi_pre = t[lay.mhc_phi_pre], phi_post = t[lay.mhc_phi_post], phi_res = t[lay.mhc_phi_res];
+  for (const EngramSiteTensors& e : lay.engram) sites.push_back({t[e.tables], t[e.key_proj], t[e.value_proj], t[e.taps]});
+  final_norm = t[lay.final_norm];
+  for (const HeadTensors& h : lay.heads) heads.push_back({h.spec, t[h.probes], t[h.proj], t[h.bias]});
+  hadamard_ = register_buffer("hadamard", HadamardMatrix(c.hada_n()));
+  std::vector<double> inv(c.head_dim() / 2);
+  for (size_t i = 0; i < inv.size(); ++i) inv[i] = std::pow(double(c.rope_theta), -2.0 * double(i) / c.head_dim());
+  inv_freq_ = register_buffer("inv_freq", torch::from_blob(inv.data(), {int64_t(inv.size())}, torch::kFloat64).clone());
+}
+
+std::vector<const torch::Tensor*> SanImpl::Ordered() const {
+  // Same order as BuildTensorSpecs: rebuild it from the layout.
+  std::vector<const torch::Tensor*> out;
+  out.push_back(&embedding);
+  for (const Layer& l : layers) {
+    for (const torch::Tensor* p : {&l.norm_in, &l.q_proj, &l.k_proj, &l.v_proj, &l.q_norm, &l.k_norm, &l.gate_proj,
+                                   &l.out_proj, &l.post_norm, &l.attn_gate, &l.pre_hada, &l.d1, &l.d2, &l.d3}) {
+      out.push_back(p);
+    }
+  }
+  for (const torch::Tensor* p : {&a_pre, &a_post, &a_res, &b_pre, &b_post, &b_res, &phi_pre, &phi_post, &phi_res}) out.push_back(p);
+  for (const Site& s : sites) {
+    for (const torch::Tensor* p : {&s.tables, &s.key_proj, &s.value_proj, &s.taps}) out.push_back(p);
+  }
+  out.push_back(&final_norm);
+  return out;
+}
+
+std::vector<torch::Tensor*> SanImpl::Ordered() {
+  std::vector<torch::Tensor*> out;
+  for (const torch::Tensor* p : std::as_const(*this).Ordered()) out.push_back(const_cast<torch::Tensor*>(p));
+  return out;
+}
+
+ModelWeights SanImpl::Export() const {
+  ModelWeights w = ZeroWeights(c_, head_specs_);
+  const auto core = Ordered();
+  size_t i = 0;
+  auto copy = [&](const torch::Tensor& t) {
+    const torch::Tensor f = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    if (static_cast<size_t>(f.numel()) != w.tensors[i].size()) throw Error(ErrorCode::kInternal, "export: size mismatch at " + w.specs[i].name);
+    std::memcpy(w.tensors[i].data(), f.data_ptr<float>(), w.tensors[i].size() * sizeof(float));
+    ++i;
+  };
+  for (const torch::Tensor* p : core) copy(*p);
+  if (!heads.empty()) {
+    for (size_t h = 0; h < heads.size(); ++h) w.tensors[i][h] = static_cast<float>(static_cast<uint32_t>(heads[h].spec.kind));
+    ++i;
+    for (const Head& h : heads) {
+      copy(h.probes);
+      copy(h.proj);
+      copy(h.bias);
+    }
+  }
+  return w;
+}
+
+void SanImpl::Import(const CactArchive& archive) {
+  torch::NoGradGuard no_grad;
+  const CactLayout& lay = archive.layout();
+  if (archive.config().d_model != c_.d_model || archive.config().num_layers != c_.num_layers || archive.config().vocab_size != c_.vocab_size) {
+    throw Error(ErrorCode::kInvalidArgument, "import: the archive's geometry differs from the model's");
+  }
+  const auto core = Ordered();
+  for (size_t i = 0; i < core.size(); ++i) {
+    const std::vector<float> v = archive.Dequantized(i);
+    if (static_cast<size_t>(core[i]->numel()) != v.size()) throw Error(ErrorCode::kInvalidArgument, "import: size mismatch at tensor " + std::to_string(i));
+    core[i]->copy_(torch::from_blob(const_cast<float*>(v.data()), core[i]->sizes(), torch::kFloat32));
+  }
+  for (Head& h : heads) {
+    const HeadTensors* src = lay.FindHead(h.spec.kind);
+    if (!src) continue;
+    for (auto [dst, idx] : {std::pair{&h.probes, src->probes}, {&h.proj, src->proj}, {&h.bias, src->bias}}) {
+      const std::vector<float> v = archive.Dequantized(idx);
+      if (static_cast<size_t>(dst->numel()) == v.size()) dst->copy_(torch::from_blob(const_cast<float*>(v.data()), dst->sizes(), torch::kFloat32));
+    }
+  }
+}
+
+torch::Tensor SanImpl::Block(size_t li, const torch::Tensor& x, const TrainBatch& b, const torch::Tensor& mask,
+                             const torch::Tensor& sink_key, const torch::Tensor& rope_q, const torch::Tensor& rope_qs,
+                             const torch::Tensor& rope_k) {
+  const Layer& L = layers[li];
+  const int64_t B = x.size(0), T = x.size(1), H = c_.num_heads, G = c_.num_kv_heads, hd = c_.head_dim();
+  const int64_t d = c_.d_model, m = c_.hada_n(), half = hd / 2;
+  const auto h = ZcRms(x, L.norm_in);
+  auto q = ZcRms(torch::matmul(h, L.q_proj.t()).view({B, T, H, hd}), L.q_norm);
+  auto k = ZcRms(torch::matmul(h, L.k_proj.t()).view({B, T, G, hd}), L.k_norm);
+  auto v = torch::matmul(h, L.v_proj.t()).view({B, T, G, hd});
+  const auto qw = Rope(q, rope_q.narrow(-1, 0, half), rope_q.narrow(-1, half, half)).transpose(1, 2);
+  const auto qs = Rope(q, rope_qs.narrow(-1, 0, half), rope_qs.narrow(-1, half, half)).transpose(1, 2);
+  auto kr = Rope(k, rope_k.narrow(-1, 0, half), rope_k.narrow(-1, half, half)).transpose(1, 2);
+  auto vt = v.transpose(1, 2);
+  if (H != G) {
+    kr = kr.repeat_interleave(H / G, 1);
+    vt = vt.repeat_interleave(H / G, 1);
+  }
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  const auto sw = torch::matmul(qw, kr.transpose(-1, -2)) * scale;
+  const auto ss = torch::matmul(qs, kr.transpose(-1, -2)) * scale;
+  auto scores = torch::where(sink_key, ss, sw).masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
+  const auto attn = torch::softmax(scores, -1);
+  auto o = torch::matmul(attn, vt).transpose(1, 2).reshape({B, T, H * hd});
+  o = o * torch::sigmoid(torch::matmul(h, L.gate_proj.t()));
+  const auto a = torch::matmul(o, L.out_proj.t());
+  const auto x1 = x + torch::sigmoid(L.attn_gate) * ZcRms(a, L.post_norm);
+  const auto h2 = ZcRms(x1, L.pre_hada);
+  auto z = m > d ? torch::constant_pad_nd(h2, {0, m - d}) : h2;
+  z = torch::matmul(z * L.d1, hadamard_);
+  z = torch::matmul(torch::silu(L.d2 * z), hadamard_);
+  z = (L.d3 * z).narrow(-1, 0, d);
+  (void)b;
+  return x1 + z;
+}
+
+torch::Tensor SanImpl::forward(const TrainBatch& b, int64_t window) {
+  const int64_t B = b.tokens.size(0), T = b.tokens.size(1), d = c_.d_model, n = c_.mhc_lanes, L = c_.num_layers;
+  const auto x0 = embedding.index_select(0, b.tokens.reshape({-1})).view({B, T, d}) * std::sqrt(static_cast<double>(d));
+  auto X = x0.unsqueeze(2).expand({B, T, n, d}).contiguous();
+
+  // Packing mask (SPEC §4): same example, causal, within the window or a sink key.
+  const auto sq = b.seg.unsqueeze(2), sk = b.seg.unsqueeze(1);
+  const auto idx = torch::arange(T, b.tokens.options());
+  auto mask = (sq == sk) & (sq > 0) & (idx.unsqueeze(1) >= idx.unsqueeze(0)).unsqueeze(0);
+  if (window > 0) {
+    const auto near = (b.pos.unsqueeze(2) - b.pos.unsqueeze(1)) < window;
+    mask = mask & (near | b.sink.unsqueeze(1));
+  }
+  mask = mask | torch::eye(T, b.sink.options()).unsqueeze(0);  // padding rows attend to themselves (no NaN)
+  mask = mask.unsqueeze(1);                                     // [B, 1, T, T]
+  const auto sink_key = b.sink.unsqueeze(1).unsqueeze(1);       // [B, 1, 1, T]
+  auto angles = [&](const torch::Tensor& pos) {
+    const auto a = pos.to(torch::kFloat64).unsqueeze(-1) * inv_freq_;
+    return torch::cat({torch::cos(a), torch::sin(a)}, -1).to(torch::kFloat32);  // [B, T, hd]
+  };
+  const auto rope_q = angles(b.pos), rope_qs = angles(b.sink_qpos);
+
+  std::vector<float> pre_off(n), post_off(n);
+  for (int64_t li = 0; li < L; ++li) {
+    const int64_t lane = li % n;
+    for (int64_t j = 0; j < n; ++j) pre_off[j] = j == lane ? 4.0f : -4.0f, post_off[j] = j == lane ? 0.0f : -4.0f;
+    const auto poff = torch::from_blob(pre_off.data(), {n}, torch::kFloat32).clone().to(X.device());
+    const auto qoff = torch::from_blob(post_off.data(), {n}, torch::kFloat32).clone().to(X.device());
+    const auto nx = RmsUnit(X.reshape({B, T, n * d}));
+    const auto pre = torch::matmul(nx, phi_pre.view({L, n, n * d})[li].t());
+    const auto post = torch::matmul(nx, phi_post.view({L, n, n * d})[li].t());
+    auto res = torch::matmul(nx, phi_res.view({L, n * n, n * d})[li].t()).view({B, T, n, n}) * a_res[li] + b_res[li];
+    const auto hpre = torch::sigmoid(a_pre[li] * pre + b_pre[li] + poff);
+    const auto hpost = 2 * torch::sigmoid(a_post[li] * post + b_post[li] + qoff);
+    for (int it = 0; it < 20; ++it) {
+      res = res - torch::logsumexp(res, -1, true);
+      res = res - torch::logsumexp(res, -2, true);
+    }
+    const auto hres = torch::exp(res);
+    const auto u = (hpre.unsqueeze(-1) * X).sum(2);
+    auto xin = u;
+    for (size_t s = 0; s < sites.size(); ++s) {
+      if (c_.engram_layers[s] != static_cast<uint32_t>(li)) continue;
+      const Site& E = sites[s];
+      const int64_t tables = c_.num_engram_tables(), sub = c_.engram_sub_dim(), dil = c_.engram_dilation();
+      const auto e = (E.tables.index_select(0, b.engram_idx.reshape({-1})).view({B, T, tables, sub}) * b.engram_ok.unsqueeze(-1))
+                         .view({B, T, d});
+      const auto ek = torch::matmul(e, E.key_proj.t());
+      const auto ev0 = torch::matmul(e, E.value_proj.t());
+      auto ev = torch::zeros_like(ev0);
+      for (int64_t j = 0; j < E.taps.size(0); ++j) {
+        const int64_t sh = j * dil;
+        if (sh >= T) break;
+        const auto shifted = sh ? torch::cat({torch::zeros({B, sh, d}, ev0.options()), ev0.narrow(1, 0, T - sh)}, 1) : ev0;
+        ev = ev + E.taps[j] * shifted * b.tap_ok.narrow(-1, j, 1);
+      }
+      const auto alpha = torch::sigmoid((RmsUnit(u) * RmsUnit(ek)).sum(-1, true) / std::sqrt(static_cast<double>(d)));
+      xin = u + alpha * ev;
+    }
+    const auto y = Block(static_cast<size_t>(li), xin, b, mask, sink_key, rope_q, rope_qs, rope_q) - u;
+    X = torch::matmul(hres, X) + hpost.unsqueeze(-1) * y.unsqueeze(2);
+  }
+  const auto h = ZcRms(X.mean(2), final_norm);
+  return torch::matmul(h, embedding.t());
+}
+
+}  // namespace needle::train

@@ -1,0 +1,73 @@
+// The SAN of SPEC §1 (and the probe heads of §2) as a libtorch module, for
+// training on packed rows (SPEC §4). Parameter names and shapes follow the
+// archive layout so that export is a copy: matrices are [out, in]; the mHC phi
+// matrices are kept as rows [L, cols, n*d] (row j of layer l is column j of
+// the spec's (n*d, cols) matrix).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "base/model_config.h"  // ModelConfig
+#include "io/cact_archive.h"    // CactArchive
+#include "io/cact_layout.h"     // HeadSpec
+#include "model/export.h"       // ModelWeights
+#include "train/batch.h"        // PackedRows
+
+namespace needle::train {
+
+// One packed batch as tensors (int64 / bool / float), on the module's device.
+struct TrainBatch {
+  torch::Tensor tokens, seg, sink, pos, sink_qpos, targets, engram_idx, engram_ok, tap_ok;
+  static TrainBatch From(const PackedRows& p, const ModelConfig& c, torch::Device device = torch::kCPU);
+};
+
+class SanImpl : public torch::nn::Module {
+ public:
+  SanImpl(const ModelConfig& c, std::vector<HeadSpec> head_specs, uint64_t seed);
+
+  const ModelConfig& config() const { return c_; }
+  // Logits [B, T, V] with attention restricted by the packing mask of SPEC §4
+  // (same example, causal, within `window` or a sink; window 0 = causal only).
+  torch::Tensor forward(const TrainBatch& b, int64_t window);
+
+  // fp32 weights in archive order, for ExportArchive; and the reverse.
+  ModelWeights Export() const;
+  void Import(const CactArchive& archive);  // dequantized weights (parity, fine-tuning)
+
+  struct Layer {
+    torch::Tensor norm_in, q_proj, k_proj, v_proj, q_norm, k_norm, gate_proj, out_proj, post_norm, attn_gate, pre_hada,
+        d1, d2, d3;
+  };
+  struct Site {
+    torch::Tensor tables, key_proj, value_proj, taps;
+  };
+  struct Head {
+    HeadSpec spec;
+    torch::Tensor probes, proj, bias;
+  };
+  torch::Tensor embedding;
+  std::vector<Layer> layers;
+  torch::Tensor a_pre, a_post, a_res, b_pre, b_post, b_res, phi_pre, phi_post, phi_res;
+  std::vector<Site> sites;
+  torch::Tensor final_norm;
+  std::vector<Head> heads;
+
+ private:
+  // Tensors in archive order (excluding the tokenizer), aligned with BuildTensorSpecs.
+  std::vector<torch::Tensor*> Ordered();
+  std::vector<const torch::Tensor*> Ordered() const;
+  torch::Tensor Block(size_t li, const torch::Tensor& x, const TrainBatch& b, const torch::Tensor& mask,
+                      const torch::Tensor& sink_key, const torch::Tensor& rope_q, const torch::Tensor& rope_qs,
+                      const torch::Tensor& rope_k);
+
+  ModelConfig c_;
+  std::vector<HeadSpec> head_specs_;
+  std::vector<TensorSpec> specs_;
+  torch::Tensor hadamard_;  // [m, m] normalised Walsh–Hadamard matrix
+  torch::Tensor inv_freq_;  // [hd/2] float64
+};
+TORCH_MODULE(San);
+
+}  // namespace needle::train
