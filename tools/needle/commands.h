@@ -7,7 +7,9 @@ namespace needle::cli {
 int RunRandom(int argc, char** argv);
 int RunInspect(int argc, char** argv);
 int RunBench(int argc, char** argv);
+int RunTrain(int argc, char** argv);
 int RunTokenize(int argc, char** argv);
-int RunTokenizerTrain(int argc, char** argv);
+int RunTokenizerTrain(int argc, char** argv);   // in needle-tokenizer-train
+int ExecTokenizerTrain(int argc, char** argv);  // runs needle-tokenizer-train
 
 }  // namespace needle::cli

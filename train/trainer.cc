@@ -1,0 +1,218 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/random.h"
+#include "io/cact_archive.h"
+#include "io/tokenizer_blob.h"
+#include "model/export.h"
+#include "text/tokenizer.h"
+#include "train/san.h"
+
+namespace needle::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+double LearningRate(const TrainOptions& o, int64_t step) {
+  if (step < o.warmup) return o.lr * double(step + 1) / double(o.warmup);
+  const double progress = double(step - o.warmup) / double(std::max<int64_t>(1, o.steps - o.warmup));
+  const double cosine = 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, progress)));
+  return o.lr * (o.min_lr_ratio + (1.0 - o.min_lr_ratio) * cosine);
+}
+
+uint32_t RowLength(const std::vector<const EncodedPrompt*>& batch, int64_t max_len) {
+  size_t longest = 1;
+  for (const EncodedPrompt* e : batch) longest = std::max(longest, e->ids.size());
+  uint32_t len = 1;
+  while (len < longest) len <<= 1;  // padding to the next power of two (SPEC §12)
+  return static_cast<uint32_t>(std::min<int64_t>(len, max_len));
+}
+
+// Mean cross-entropy over the target tokens of a set of examples (no grad).
+double Evaluate(San& model, const std::vector<EncodedPrompt>& data, const TrainOptions& o) {
+  torch::NoGradGuard no_grad;
+  double total = 0, count = 0;
+  for (size_t at = 0; at < data.size();) {
+    std::vector<EncodedPrompt> chunk;
+    size_t tokens = 0;
+    while (at < data.size() && (chunk.empty() || tokens + data[at].ids.size() <= size_t(o.batch_tokens))) {
+      tokens += data[at].ids.size();
+      chunk.push_back(data[at++]);
+    }
+    std::vector<const EncodedPrompt*> ptrs;
+    for (const auto& e : chunk) ptrs.push_back(&e);
+    const PackedRows rows = PackExamples(chunk, RowLength(ptrs, o.max_len), model->config(), static_cast<uint32_t>(o.window));
+    const TrainBatch b = TrainBatch::From(rows, model->config());
+    const auto logits = model->forward(b, o.window);
+    const auto loss = torch::nn::functional::cross_entropy(
+        logits.view({-1, logits.size(-1)}), b.targets.view({-1}),
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
+    total += loss.item<double>();
+    count += double(rows.target_tokens);
+  }
+  return count > 0 ? total / count : 0.0;
+}
+
+}  // namespace
+
+std::vector<EncodedPrompt> LoadExamples(const std::string& path, const PromptEncoder& enc, int64_t max_len,
+                                        uint64_t* skipped) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorCode::kIo, "cannot open '" + path + "'");
+  std::vector<EncodedPrompt> out;
+  std::string line;
+  uint64_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty()) continue;
+    nlohmann::ordered_json ex;
+    try {
+      ex = nlohmann::ordered_json::parse(line);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw Error(ErrorCode::kInvalidJson, path + ":" + std::to_string(lineno) + ": " + e.what());
+    }
+    EncodedPrompt p;
+    try {
+      p = EncodeExample(enc, ex);
+    } catch (const Error& e) {
+      throw Error(e.code(), path + ":" + std::to_string(lineno) + ": " + e.what());
+    }
+    if (static_cast<int64_t>(p.ids.size()) > max_len) {
+      if (skipped) ++*skipped;
+      p.ids.resize(max_len);
+      p.target.resize(max_len);
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+double Train(const TrainOptions& o) {
+  torch::set_num_threads(static_cast<int>(o.threads));
+  torch::manual_seed(o.seed);
+  fs::create_directories(o.out);
+  const TokenizerModel tok_model = ReadSentencePieceModelFile(o.tokenizer);
+  const Tokenizer tok(tok_model);
+  ModelConfig config = o.config;
+  if (tok_model.pieces.size() > config.vocab_size) {
+    throw Error(ErrorCode::kInvalidArgument, "the tokenizer has " + std::to_string(tok_model.pieces.size()) +
+                                                 " pieces but the model vocab is " + std::to_string(config.vocab_size));
+  }
+  config.kv_window = static_cast<uint32_t>(o.window);
+  config.Validate();
+  const PromptEncoder enc(tok);
+  uint64_t truncated = 0;
+  const std::vector<EncodedPrompt> train = LoadExamples(o.data, enc, o.max_len, &truncated);
+  const std::vector<EncodedPrompt> val = o.val.empty() ? std::vector<EncodedPrompt>{} : LoadExamples(o.val, enc, o.max_len, nullptr);
+  if (train.empty()) throw Error(ErrorCode::kInvalidArgument, "train: no examples in " + o.data);
+  std::fprintf(stderr, "train: %zu examples (%llu truncated to %lld tokens), %zu validation, %.2fM parameters\n",
+               train.size(), (unsigned long long)truncated, (long long)o.max_len, val.size(), config.ParameterCount() / 1e6);
+
+  const std::vector<HeadSpec> heads = {DefaultHeadSpec(HeadKind::kContrastive, config), DefaultHeadSpec(HeadKind::kConfidence, config)};
+  San model(config, heads, o.seed);
+  torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay).betas({0.9, 0.95}));
+  int64_t step = 0;
+  uint64_t tokens_seen = 0, consumed = 0;
+  const std::string ckpt = (fs::path(o.out) / "checkpoint.pt").string();
+  if (o.resume && fs::exists(ckpt)) {
+    torch::serialize::InputArchive ar;
+    ar.load_from(ckpt);
+    model->load(ar);
+    torch::serialize::InputArchive oar;
+    ar.read("optimizer", oar);
+    opt.load(oar);
+    torch::Tensor meta;
+    ar.read("meta", meta);
+    step = meta[0].item<int64_t>();
+    tokens_seen = static_cast<uint64_t>(meta[1].item<int64_t>());
+    consumed = static_cast<uint64_t>(meta[2].item<int64_t>());
+    std::fprintf(stderr, "train: resumed from %s at step %lld\n", ckpt.c_str(), (long long)step);
+  }
+  auto save = [&]() {
+    torch::serialize::OutputArchive ar;
+    model->save(ar);
+    torch::serialize::OutputArchive oar;
+    opt.save(oar);
+    ar.write("optimizer", oar);
+    ar.write("meta", torch::tensor({step, static_cast<int64_t>(tokens_seen), static_cast<int64_t>(consumed)}, torch::kInt64));
+    ar.save_to(ckpt + ".tmp");
+    fs::rename(ckpt + ".tmp", ckpt);
+    ModelWeights w = model->Export();
+    WriteFileAtomically((fs::path(o.out) / "model.cact").string(), ExportArchive(w, ParseBitsMap(o.bits, w.specs), tok_model));
+  };
+  std::ofstream log((fs::path(o.out) / "log.jsonl").string(), std::ios::app);
+
+  // The example stream is the concatenation of per-epoch permutations (seeded),
+  // so a resumed run continues exactly where the killed one stopped.
+  std::vector<size_t> order;
+  uint64_t order_epoch = UINT64_MAX;
+  auto example_at = [&](uint64_t k) -> const EncodedPrompt& {
+    const uint64_t epoch = k / train.size();
+    if (epoch != order_epoch) {
+      order.resize(train.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      SplitMix64 rng(o.seed * 1000003 + epoch);
+      for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.Next() % i]);
+      order_epoch = epoch;
+    }
+    return train[order[k % train.size()]];
+  };
+
+  const auto t_start = std::chrono::steady_clock::now();
+  const int64_t first_step = step;
+  uint64_t tokens_this_run = 0;
+  double last_loss = 0, val_loss = 0;
+  while (step < o.steps) {
+    std::vector<EncodedPrompt> batch;
+    std::vector<const EncodedPrompt*> ptrs;
+    size_t tokens = 0;
+    while (tokens < size_t(o.batch_tokens) && batch.size() < train.size()) {
+      batch.push_back(example_at(consumed++));
+      tokens += batch.back().ids.size();
+    }
+    for (const auto& e : batch) ptrs.push_back(&e);
+    const PackedRows rows = PackExamples(batch, RowLength(ptrs, o.max_len), config, static_cast<uint32_t>(o.window));
+    const TrainBatch b = TrainBatch::From(rows, config);
+    const double lr = LearningRate(o, step);
+    for (auto& group : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+    const auto logits = model->forward(b, o.window);
+    const auto loss = torch::nn::functional::cross_entropy(
+        logits.view({-1, logits.size(-1)}), b.targets.view({-1}),
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
+    opt.zero_grad();
+    loss.backward();
+    torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip);
+    opt.step();
+    ++step;
+    last_loss = loss.item<double>();
+    const uint64_t row_tokens = uint64_t(rows.rows) * rows.length;
+    tokens_seen += row_tokens;
+    tokens_this_run += row_tokens;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    const double tps = tokens_this_run / std::max(1e-9, secs);
+    const double eta = double(o.steps - step) * secs / double(step - first_step);
+    std::fprintf(stderr, "\rstep %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  ETA %.1f min   ", (long long)step,
+                 (long long)o.steps, last_loss, lr, tps, eta / 60.0);
+    nlohmann::json rec = {{"step", step}, {"loss", last_loss}, {"lr", lr}, {"tokens", tokens_seen}, {"tok_per_s", tps}};
+    if (!val.empty() && (step % o.eval_every == 0 || step == o.steps)) {
+      val_loss = Evaluate(model, val, o);
+      rec["val_loss"] = val_loss;
+      std::fprintf(stderr, "\nstep %lld: validation loss %.4f\n", (long long)step, val_loss);
+    }
+    log << rec.dump() << "\n";
+    log.flush();
+    if (step % o.checkpoint_every == 0 || step == o.steps) save();
+  }
+  std::fprintf(stderr, "\n");
+  return val.empty() ? last_loss : val_loss;
+}
+
+}  // namespace needle::train
