@@ -136,6 +136,26 @@ EncodedPrompt EncodeExample(const PromptEncoder& enc, const nlohmann::ordered_js
   enc.AppendContext(p, FirstQueryText(ex["query"].get<std::string>()));
   const std::string reasoning = ex.contains("reasoning") && ex["reasoning"].is_string() ? ex["reasoning"].get<std::string>() : "";
   enc.AppendTarget(p, AssistantTargetText(reasoning, RenderCallsJson(ex.contains("answers") ? ex["answers"] : nlohmann::ordered_json::array())));
+  // Sessions (docs/data-format.md): each later turn is a tool result or a new query, then the assistant's answer.
+  if (ex.contains("turns")) {
+    const auto& turns = ex["turns"];
+    if (!turns.is_array()) Bad("example: \"turns\" must be an array");
+    for (size_t i = 0; i < turns.size(); ++i) {
+      const auto& t = turns[i];
+      const std::string who = "turns[" + std::to_string(i) + "]";
+      if (!t.is_object()) Bad(who + ": expected an object");
+      if (t.contains("tool_result")) {
+        const auto& r = t["tool_result"];
+        enc.AppendContext(p, ToolResultTurnText(r.is_string() ? r.get<std::string>() : r.dump()));
+      } else if (t.contains("query") && t["query"].is_string()) {
+        enc.AppendContext(p, UserTurnText(t["query"].get<std::string>()));
+      } else {
+        Bad(who + ": expected \"tool_result\" or a string \"query\"");
+      }
+      const std::string r = t.contains("reasoning") && t["reasoning"].is_string() ? t["reasoning"].get<std::string>() : "";
+      enc.AppendTarget(p, AssistantTargetText(r, RenderCallsJson(t.contains("answers") ? t["answers"] : nlohmann::ordered_json::array())));
+    }
+  }
   return p;
 }
 

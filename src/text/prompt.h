@@ -68,7 +68,8 @@ class PromptEncoder {
 };
 
 // One JSONL training example (SPEC §12: query, tools, answers, reasoning?, system?)
-// rendered as the single-turn prompt plus its target.
+// rendered as the first-turn prompt plus its target, then each of its `turns`
+// (docs/data-format.md: a tool result or a new query, then the answer).
 EncodedPrompt EncodeExample(const PromptEncoder& enc, const nlohmann::ordered_json& example);
 
 }  // namespace needle

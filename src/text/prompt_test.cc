@@ -60,6 +60,21 @@ TEST(Prompt, SegmentsEncodeLikeTheWhole) {
   EXPECT_NE(decoded.find(R"(<tool_call>[{"name":"set_lights","arguments":{"room":"kitchen","brightness":30}}]</tool_call>)"), std::string::npos) << decoded;
 }
 
+TEST(Prompt, SessionsRenderEveryTurn) {
+  const Tokenizer tok(ReadSentencePieceModelFile(kGolden + "/tokenizer.model"));
+  const PromptEncoder enc(tok);
+  const auto ex = nlohmann::ordered_json::parse(
+      R"({"query":"find Ann","tools":[{"name":"find","parameters":{"type":"object"}}],"answers":[{"name":"find","arguments":{"q":"Ann"}}],
+          "turns":[{"tool_result":{"id":7},"answers":[],"reasoning":"done"},{"query":"again","answers":[{"name":"find","arguments":{"q":"Ann"}}]}]})");
+  const EncodedPrompt p = EncodeExample(enc, ex);
+  const std::string text = tok.Decode(p.ids);
+  EXPECT_NE(text.find("<tool_call>[]</tool_call>"), std::string::npos);
+  EXPECT_NE(text.find("<tool_result>{\"id\":7}</tool_result>"), std::string::npos) << text;
+  EXPECT_NE(text.find("<|im_start|>user\nagain<|im_end|>"), std::string::npos);
+  EXPECT_EQ(std::count(p.ids.begin(), p.ids.end(), tok.eos_id()), 3);  // one per assistant turn
+  EXPECT_THROW(EncodeExample(enc, nlohmann::ordered_json::parse(R"({"query":"q","tools":[],"turns":[{"answers":[]}]})")), Error);
+}
+
 TEST(Prompt, RefusalRendersEmptyArray) {
   EXPECT_EQ(RenderCallsJson(nlohmann::ordered_json::array()), "[]");
   EXPECT_EQ(AssistantTargetText("", "[]"), "<think></think>\n<tool_call>[]</tool_call><|im_end|>");

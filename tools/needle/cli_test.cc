@@ -251,4 +251,38 @@ TEST(Cli, TokenizerTrainErrors) {
   }
 }
 
+TEST(Cli, GenerateData) {
+  const std::string a = TempDir() + "/gen-a.jsonl", b = TempDir() + "/gen-b.jsonl";
+  Result r = RunNeedle("generate-data --num 60 --seed 3 --split test --out " + a + " --stats");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("refusal share"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("distinct tool names"), std::string::npos) << r.err;
+  ASSERT_EQ(RunNeedle("generate-data --num 60 --seed 3 --split test --out " + b).code, 0);
+  const std::string text = Slurp(a);
+  EXPECT_EQ(text, Slurp(b));  // deterministic for a seed
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 60);
+  size_t start = 0;
+  for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+    const auto j = nlohmann::json::parse(text.substr(start, end - start));
+    EXPECT_TRUE(j.contains("query") && j.contains("tools") && j.contains("answers")) << j.dump();
+  }
+  // Stats alone go to stdout; errors are one line with exit code 2.
+  r = RunNeedle("generate-data --num 20 --stats");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("tools per example"), std::string::npos);
+  for (const char* bad : {"generate-data --num 5 --split dev --out x.jsonl", "generate-data --seed 1 --out x.jsonl",
+                          "generate-data --num 5", "generate-data --num 5 --out x.jsonl --tools /nonexistent.json"}) {
+    r = RunNeedle(bad);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  // A user's own tools.
+  const std::string tools = TempDir() + "/user-tools.json";
+  std::ofstream(tools) << R"([{"name": "feed_cat", "description": "Dispense cat food.",
+      "parameters": {"type": "object", "properties": {"grams": {"type": "integer", "minimum": 5, "maximum": 80}}, "required": ["grams"]}}])";
+  r = RunNeedle("generate-data --num 30 --tools " + tools + " --out " + a);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(Slurp(a).find("feed_cat"), std::string::npos);
+}
+
 }  // namespace

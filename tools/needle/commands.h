@@ -11,5 +11,6 @@ int RunTrain(int argc, char** argv);
 int RunTokenize(int argc, char** argv);
 int RunTokenizerTrain(int argc, char** argv);   // in needle-tokenizer-train
 int ExecTokenizerTrain(int argc, char** argv);  // runs needle-tokenizer-train
+int RunGenerateData(int argc, char** argv);
 
 }  // namespace needle::cli

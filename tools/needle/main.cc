@@ -22,6 +22,7 @@ const Command kCommands[] = {
     {"train", needle::cli::RunTrain, "train a model from scratch on JSONL data (libtorch)"},
     {"tokenize", needle::cli::RunTokenize, "encode text with an archive's tokenizer (ids or pieces)"},
     {"tokenizer-train", needle::cli::ExecTokenizerTrain, "train the SentencePiece BPE tokenizer (SPEC §7)"},
+    {"generate-data", needle::cli::RunGenerateData, "generate tool-calling training data offline (JSONL)"},
 };
 
 void Usage(FILE* out) {

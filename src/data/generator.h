@@ -1,0 +1,78 @@
+// Procedural tool-calling examples (SPEC §12 JSONL, with the `turns`
+// extension of docs/data-format.md). Every example is a pure function of
+// (catalogue, seed, split, index): the same inputs give the same bytes.
+//
+// Kinds: single calls; parallel calls (two in one request, sometimes the same
+// tool twice); refusals (off-topic, another domain, a near miss in the same
+// group, a value outside the declared enum, a required argument missing);
+// extraction of records from passages; multi-turn sessions (tool results fed
+// back, lookup-then-act chains, a final [] "done", later requests); invented
+// capabilities with random names (to learn reading, not remembering); and,
+// with user tools, examples for the user's own schemas.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "data/catalogue.h"  // Catalogue, Capability, ToolSpec, Split
+
+namespace needle::data {
+
+struct ExampleMeta {
+  std::string kind;                    // single, parallel, refuse_*, extraction, session, invented, user, ...
+  std::string domain;                  // domain of the (first) target; "" for off-topic
+  std::vector<std::string> caps;       // target capabilities
+  std::vector<std::string> templates;  // ids of the catalogue/session templates used
+  std::vector<std::string> tools;      // declared tool names
+  std::vector<std::string> origins;    // per tool: catalogue | synthetic | invented | user
+  bool refusal = false;                // the first turn's answer is []
+  int calls = 0;                       // calls in the first turn
+  int turns = 1;
+};
+
+struct Example {
+  ojson json;  // the JSONL object
+  ExampleMeta meta;
+};
+
+struct GeneratorOptions {
+  uint64_t seed = 0;
+  Split split = Split::kTrain;
+  int max_tools = 8;  // 2..8: tools declared per example (SPEC §10 retrieval puts 5 in context)
+};
+
+class Generator {
+ public:
+  Generator(const Catalogue& cat, GeneratorOptions opt);
+  // Switches to examples for the user's own schemas (an array of
+  // {name, description?, parameters}); throws Error naming a bad schema.
+  void SetUserTools(const ojson& tools);
+  Example Generate(uint64_t index) const;
+
+  const Catalogue& catalogue() const { return cat_; }
+  Split split() const { return opt_.split; }
+
+  // Capabilities usable in this split (test-only ones only in test).
+  const std::vector<const Capability*>& targets() const { return targets_; }
+
+ private:
+  friend struct Build;
+  const Catalogue& cat_;
+  GeneratorOptions opt_;
+  std::vector<const Capability*> targets_;     // with a template in this split
+  std::vector<double> target_weights_;         // domain-balanced (1/sqrt of the domain's size), dates x2
+  std::vector<const Capability*> extraction_;  // record schemas with a passage in this split
+  std::vector<const Capability*> pool_;        // may be declared (as distractors too)
+  std::map<std::string, std::vector<const Capability*>> by_group_, by_domain_;
+  std::deque<Capability> user_caps_;           // --tools: one capability per user tool
+  std::vector<ToolSpec> user_tools_;
+};
+
+// Renders one example in the SPEC §8 prompt format (for token estimates):
+// system, user turn with tools, assistant target, and the session turns.
+std::string RenderPromptText(const ojson& example);
+
+}  // namespace needle::data

@@ -1,0 +1,252 @@
+// Quality gates of the generated data (issue 7, item 4): schema validity,
+// evidence of every value, refusal share, split disjointness, determinism and
+// the size of the name space — on 10,000 generated examples.
+#include "data/generator.h"
+
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "data/catalogue.h"
+#include "data/evidence.h"
+#include "data/names.h"
+#include "data/schema_check.h"
+#include "data/stats.h"
+
+namespace needle::data {
+namespace {
+
+const Catalogue& Cat() {
+  static const Catalogue cat = Catalogue::Load(std::string(NEEDLE_SOURCE_DIR) + "/data");
+  return cat;
+}
+
+std::vector<Example> Generate(Split split, size_t n, uint64_t seed) {
+  Generator gen(Cat(), GeneratorOptions{seed, split});
+  std::vector<Example> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.push_back(gen.Generate(i));
+  return out;
+}
+
+const std::vector<Example>& Train() {
+  static const std::vector<Example> v = Generate(Split::kTrain, 10000, 7);
+  return v;
+}
+
+const std::vector<Example>& TestSet() {
+  static const std::vector<Example> v = Generate(Split::kTest, 3000, 7);
+  return v;
+}
+
+// Every turn's answers with the tools they are checked against.
+template <class F>
+void ForEachAnswer(const ojson& ex, F f) {
+  f(ex["answers"], std::string("turn 0"));
+  if (ex.contains("turns"))
+    for (size_t i = 0; i < ex["turns"].size(); ++i) f(ex["turns"][i]["answers"], "turn " + std::to_string(i + 1));
+}
+
+TEST(Catalogue, CoversTheDomainsWithEnoughSchemas) {
+  size_t schemas = 0;
+  std::map<std::string, size_t> per_domain;
+  for (const Capability& c : Cat().caps) {
+    schemas += c.spellings.size();
+    per_domain[c.domain] += c.spellings.size();
+  }
+  EXPECT_GE(schemas, 150u);
+  for (const char* d : {"phone", "smart_home", "wearables", "robots", "information", "productivity", "extraction"})
+    EXPECT_GE(per_domain[d], 8u) << d;
+  // Several spellings per capability (different names, case styles, descriptions).
+  size_t multi = 0;
+  for (const Capability& c : Cat().caps) multi += c.spellings.size() >= 2;
+  EXPECT_GE(multi, Cat().caps.size() * 9 / 10);
+}
+
+TEST(GeneratedData, EveryAnswerValidatesAgainstItsSchema) {
+  size_t calls = 0, bad = 0;
+  for (const Example& e : Train()) {
+    ForEachAnswer(e.json, [&](const ojson& answers, const std::string& where) {
+      calls += answers.size();
+      const auto problems = ValidateCalls(answers, e.json["tools"]);
+      if (!problems.empty() && bad++ < 5) ADD_FAILURE() << where << ": " << problems[0] << "\n" << e.json.dump();
+    });
+  }
+  EXPECT_EQ(bad, 0u);
+  EXPECT_GT(calls, 9000u);
+}
+
+TEST(GeneratedData, EveryValueIsEvidencedByTheInput) {
+  size_t bad = 0;
+  for (const std::vector<Example>* set : {&Train(), &TestSet()}) {
+    for (const Example& e : *set) {
+      const auto problems = CheckEvidence(e.json);
+      if (!problems.empty() && bad++ < 5) ADD_FAILURE() << problems[0] << "\n" << e.json.dump();
+    }
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(GeneratedData, RefusalShareIsBetween8And20Percent) {
+  for (const std::vector<Example>* set : {&Train(), &TestSet()}) {
+    size_t refusals = 0;
+    for (const Example& e : *set) refusals += e.json["answers"].empty();
+    const double share = static_cast<double>(refusals) / static_cast<double>(set->size());
+    EXPECT_GE(share, 0.08);
+    EXPECT_LE(share, 0.20);
+  }
+}
+
+TEST(GeneratedData, ThousandsOfDistinctToolNamesAndSaneToolCounts) {
+  std::set<std::string> names;
+  for (const Example& e : Train()) {
+    const ojson& tools = e.json["tools"];
+    ASSERT_GE(tools.size(), 1u);
+    ASSERT_LE(tools.size(), 8u);
+    std::set<std::string> in_example;
+    for (const auto& t : tools) {
+      names.insert(t["name"].get<std::string>());
+      EXPECT_TRUE(in_example.insert(t["name"].get<std::string>()).second) << "duplicate tool name\n" << e.json.dump();
+    }
+  }
+  EXPECT_GE(names.size(), 2000u);
+}
+
+TEST(GeneratedData, MaxToolsCapsEveryKind) {
+  Generator gen(Cat(), GeneratorOptions{11, Split::kTrain, 5});
+  size_t five = 0;
+  for (uint64_t i = 0; i < 1500; ++i) {
+    const Example e = gen.Generate(i);
+    ASSERT_LE(e.json["tools"].size(), 5u) << e.meta.kind << "\n" << e.json.dump();
+    five += e.json["tools"].size() == 5;
+    ASSERT_TRUE(ValidateCalls(e.json["answers"], e.json["tools"]).empty());
+  }
+  EXPECT_GT(five, 100u);
+}
+
+TEST(GeneratedData, HasEveryKindOfExample) {
+  std::map<std::string, size_t> kinds;
+  size_t relative_dates = 0, parallel = 0, multi_turn_followups = 0;
+  for (const Example& e : Train()) {
+    kinds[e.meta.kind]++;
+    parallel += e.json["answers"].size() >= 2;
+    if (e.json.contains("turns"))
+      for (const auto& t : e.json["turns"]) multi_turn_followups += t.contains("query");
+    if (e.json.contains("system") && e.json["system"].get<std::string>().find("date:") != std::string::npos) {
+      const std::string q = e.json["query"].get<std::string>();
+      for (const char* w : {"today", "tomorrow", " days", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"})
+        if (q.find(w) != std::string::npos) {
+          ++relative_dates;
+          break;
+        }
+    }
+  }
+  for (const char* k : {"single", "parallel", "refuse_offtopic", "refuse_offdomain", "refuse_nearmiss", "refuse_enum",
+                        "refuse_missing", "extraction", "session", "invented"})
+    EXPECT_GE(kinds[k], 50u) << k;
+  EXPECT_GE(parallel, 300u);
+  EXPECT_GE(multi_turn_followups, 300u);
+  EXPECT_GE(relative_dates, 100u);
+}
+
+TEST(GeneratedData, DeterministicForASeed) {
+  const std::vector<Example> a = Generate(Split::kTrain, 500, 42), b = Generate(Split::kTrain, 500, 42),
+                             c = Generate(Split::kTrain, 500, 43);
+  size_t same_as_c = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].json.dump(), b[i].json.dump()) << i;
+    same_as_c += a[i].json.dump() == c[i].json.dump();
+  }
+  EXPECT_LT(same_as_c, 5u);
+  // Generating an example does not depend on the ones before it.
+  Generator gen(Cat(), GeneratorOptions{42, Split::kTrain});
+  EXPECT_EQ(gen.Generate(321).json.dump(), a[321].json.dump());
+}
+
+TEST(Splits, TestHoldsOutTemplatesSpellingsNamesAndCapabilities) {
+  std::set<std::string> train_templates, test_templates, train_tools, train_caps;
+  for (const Example& e : Train()) {
+    train_templates.insert(e.meta.templates.begin(), e.meta.templates.end());
+    for (const auto& t : e.json["tools"]) train_tools.insert(t["name"].get<std::string>());
+    for (size_t i = 0; i < e.meta.tools.size(); ++i) {
+      // Synthesised names come only from the train part of the name space.
+      if (e.meta.origins[i] == "synthetic" || e.meta.origins[i] == "invented") {
+        EXPECT_EQ(NameBucket(e.meta.tools[i]), Split::kTrain) << e.meta.tools[i];
+      }
+    }
+    train_caps.insert(e.meta.caps.begin(), e.meta.caps.end());
+  }
+  for (const Example& e : TestSet()) test_templates.insert(e.meta.templates.begin(), e.meta.templates.end());
+  // No template used in test is ever used in train.
+  for (const std::string& t : test_templates) EXPECT_FALSE(train_templates.count(t)) << t;
+  EXPECT_GE(test_templates.size(), 150u);
+  // Held-out catalogue spellings and whole capabilities never reach train.
+  size_t held_out = 0;
+  for (const Capability& c : Cat().caps) {
+    for (size_t i = 0; i < c.spellings.size(); ++i) {
+      if (c.spelling_split[i] != Split::kTest && !c.test_only) continue;
+      ++held_out;
+      EXPECT_FALSE(train_tools.count(c.spellings[i].name())) << c.spellings[i].name();
+    }
+    if (c.test_only) {
+      EXPECT_FALSE(train_caps.count(c.id)) << c.id;
+    }
+  }
+  EXPECT_GE(held_out, 60u);
+  // And the test split does use them.
+  std::set<std::string> test_tools;
+  for (const Example& e : TestSet())
+    for (const auto& t : e.json["tools"]) test_tools.insert(t["name"].get<std::string>());
+  size_t used = 0;
+  for (const Capability& c : Cat().caps)
+    for (size_t i = 0; i < c.spellings.size(); ++i) used += c.spelling_split[i] == Split::kTest && test_tools.count(c.spellings[i].name());
+  EXPECT_GE(used, 40u);
+}
+
+TEST(UserTools, ExamplesForAUsersOwnSchemas) {
+  const ojson tools = ojson::parse(R"([
+    {"name": "setPorchLight", "description": "Turns the porch light on or off.",
+     "parameters": {"type": "object", "properties": {"on": {"type": "boolean"}}, "required": ["on"]}},
+    {"name": "order_pizza", "description": "Orders a pizza for delivery.",
+     "parameters": {"type": "object", "properties": {
+        "size": {"type": "string", "enum": ["small", "medium", "large"]},
+        "toppings": {"type": "array", "items": {"type": "string"}},
+        "address": {"type": "string", "description": "Delivery address"},
+        "count": {"type": "integer", "minimum": 1, "maximum": 5}}, "required": ["size", "address"]}},
+    {"name": "feed_cat", "description": "Dispense cat food.", "parameters": {"type": "object", "properties": {
+        "grams": {"type": "integer", "minimum": 5, "maximum": 80}, "at": {"type": "string", "format": "time"}}}}
+  ])");
+  Generator gen(Cat(), GeneratorOptions{3, Split::kTrain});
+  gen.SetUserTools(tools);
+  std::set<std::string> declared;
+  for (const auto& t : tools) declared.insert(t["name"].get<std::string>());
+  size_t refusals = 0;
+  std::set<std::string> called;
+  for (uint64_t i = 0; i < 600; ++i) {
+    const Example e = gen.Generate(i);
+    for (const auto& t : e.json["tools"]) EXPECT_TRUE(declared.count(t["name"].get<std::string>()));
+    const auto problems = ValidateCalls(e.json["answers"], e.json["tools"]);
+    ASSERT_TRUE(problems.empty()) << problems[0] << "\n" << e.json.dump();
+    const auto evidence = CheckEvidence(e.json);
+    ASSERT_TRUE(evidence.empty()) << evidence[0] << "\n" << e.json.dump();
+    refusals += e.json["answers"].empty();
+    for (const auto& c : e.json["answers"]) called.insert(c["name"].get<std::string>());
+  }
+  EXPECT_EQ(called, declared);
+  EXPECT_GE(refusals, 30u);
+  EXPECT_LE(refusals, 120u);
+  EXPECT_THROW(gen.SetUserTools(ojson::parse(R"([{"description": "no name"}])")), Error);
+}
+
+TEST(Stats, ReportNamesTheNumbers) {
+  DataStats st;
+  for (size_t i = 0; i < 200; ++i) st.Add(Train()[i]);
+  const std::string r = st.Report();
+  for (const char* k : {"refusal share", "tools per example", "calls per example", "approx tokens", "distinct tool names", "per domain"})
+    EXPECT_NE(r.find(k), std::string::npos) << k;
+}
+
+}  // namespace
+}  // namespace needle::data
