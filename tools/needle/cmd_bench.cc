@@ -19,6 +19,7 @@
 #include "io/cact_archive.h"
 #include "kv/budget.h"
 #include "model/fast_model.h"
+#include "text/prompt.h"
 #include "text/tokenizer.h"
 
 namespace needle::cli {
@@ -110,12 +111,16 @@ int RunBench(int argc, char** argv) {
   };
   auto encode = [&](const std::string& text, size_t synthetic_len, std::initializer_list<int32_t> prefix = {}) {
     std::vector<int32_t> ids(prefix);
-    const std::vector<int32_t> body = synthetic ? synth(synthetic_len) : tok.Encode(text);
+    std::vector<int32_t> body;
+    if (synthetic) {
+      body = synth(synthetic_len);
+    } else {
+      tok.EncodeContinuation(text, body);  // prompt segments carry no dummy prefix (text/prompt.h)
+    }
     ids.insert(ids.end(), body.begin(), body.end());
     return ids;
   };
-  const std::vector<int32_t> sink =
-      encode("<|im_start|>user\n<tools>" + tools + "</tools>", 300, {static_cast<int32_t>(kBosId)});
+  const std::vector<int32_t> sink = encode(SinkText("", tools), 300, {static_cast<int32_t>(kBosId)});
   if (synthetic && !json) std::fprintf(stderr, "bench: synthetic token streams (the archive has no trained tokenizer)\n");
 
   DecoderOptions opt;
@@ -146,8 +151,7 @@ int RunBench(int argc, char** argv) {
   }
   for (long long turn = 0; turn < turns; ++turn) {
     const std::string user = kUserMessages[turn % std::size(kUserMessages)];
-    const std::vector<int32_t> user_ids = encode(
-        (turn == 0 ? "\n" : "<|im_start|>user\n") + user + "<|im_end|>\n<|im_start|>assistant\n", 20);
+    const std::vector<int32_t> user_ids = encode(turn == 0 ? FirstQueryText(user) : UserTurnText(user), 20);
     Clock c1;
     model.Forward(*st, user_ids, logits.data(), false, &pool);
     const double t_user = c1.Seconds();
@@ -157,10 +161,7 @@ int RunBench(int argc, char** argv) {
       model.Forward(*st, std::span(&next, 1), logits.data(), false, &pool);
     }
     const double t_gen = c2.Seconds();
-    const std::vector<int32_t> result_ids =
-        encode(std::string("<|im_end|>\n<|im_start|>tool\n<tool_result>") + kToolResults[turn % std::size(kToolResults)] +
-                   "</tool_result><|im_end|>\n",
-               15);
+    const std::vector<int32_t> result_ids = encode(ToolResultTurnText(kToolResults[turn % std::size(kToolResults)]), 15);
     Clock c3;
     model.Forward(*st, result_ids, logits.data(), false, &pool);
     const double t_result = c3.Seconds();

@@ -1,4 +1,5 @@
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 
 #include "args.h"
@@ -18,7 +19,8 @@ int RunRandom(int argc, char** argv) {
             {{"preset", "NAME|FILE", "needle2, needle-large, or a JSON config file (required)"},
              {"bits", "W|MAP", "2, 3, 4, ternary, or a map like default=2,attn.v_proj=4 (default 4)"},
              {"seed", "N", "random seed (default 0)"},
-             {"tokenizer", "SPM.model", "embed this SentencePiece model (default: byte-level vocabulary)"},
+             {"tokenizer", "SPM.model", "embed this SentencePiece model; 'bytes' for the byte-level vocabulary\n"
+                                        "                            (default: models/tokenizer.model when it fits the vocab, else bytes)"},
              {"no-heads", "", "omit the contrastive and confidence heads"},
              {"out", "FILE", "output archive (required)"}});
   if (!args.Parse(argc, argv)) return 0;
@@ -32,8 +34,23 @@ int RunRandom(int argc, char** argv) {
   if (!args.Has("no-heads")) {
     heads = {DefaultHeadSpec(HeadKind::kContrastive, config), DefaultHeadSpec(HeadKind::kConfidence, config)};
   }
-  const TokenizerModel tokenizer =
-      args.Has("tokenizer") ? ReadSentencePieceModelFile(args.Get("tokenizer")) : ByteLevelTokenizer();
+  TokenizerModel tokenizer;
+  const std::string tok_arg = args.Get("tokenizer");
+  if (tok_arg == "bytes") {
+    tokenizer = ByteLevelTokenizer();
+  } else if (!tok_arg.empty()) {
+    tokenizer = ReadSentencePieceModelFile(tok_arg);
+  } else {
+    // The project's default tokenizer, when this geometry's vocabulary can hold it.
+    const std::string def = std::string(NEEDLE_DEFAULT_TOKENIZER);
+    std::error_code ec;
+    if (std::filesystem::exists(def, ec)) {
+      tokenizer = ReadSentencePieceModelFile(def);
+      if (tokenizer.pieces.size() > config.vocab_size) tokenizer = ByteLevelTokenizer();
+    } else {
+      tokenizer = ByteLevelTokenizer();
+    }
+  }
 
   const auto t0 = std::chrono::steady_clock::now();
   const ModelWeights weights = RandomWeights(config, heads, static_cast<uint64_t>(seed));

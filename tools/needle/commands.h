@@ -7,7 +7,8 @@ namespace needle::cli {
 int RunRandom(int argc, char** argv);
 int RunInspect(int argc, char** argv);
 int RunBench(int argc, char** argv);
-int RunTrain(int argc, char** argv);
+int RunTrain(int argc, char** argv);   // in needle-train
+int ExecTrain(int argc, char** argv);  // runs needle-train
 int RunTokenize(int argc, char** argv);
 int RunTokenizerTrain(int argc, char** argv);   // in needle-tokenizer-train
 int ExecTokenizerTrain(int argc, char** argv);  // runs needle-tokenizer-train

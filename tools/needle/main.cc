@@ -19,7 +19,7 @@ const Command kCommands[] = {
     {"random", needle::cli::RunRandom, "create an archive with random weights (SPEC §1 init)"},
     {"inspect", needle::cli::RunInspect, "validate an archive and show geometry, budget and tensors"},
     {"bench", needle::cli::RunBench, "simulate a long session: speed, memory, cache bytes"},
-    {"train", needle::cli::RunTrain, "train a model from scratch on JSONL data (libtorch)"},
+    {"train", needle::cli::ExecTrain, "train a model from scratch on JSONL data (libtorch)"},
     {"tokenize", needle::cli::RunTokenize, "encode text with an archive's tokenizer (ids or pieces)"},
     {"tokenizer-train", needle::cli::ExecTokenizerTrain, "train the SentencePiece BPE tokenizer (SPEC §7)"},
     {"generate-data", needle::cli::RunGenerateData, "generate tool-calling training data offline (JSONL)"},

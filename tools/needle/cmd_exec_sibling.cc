@@ -1,0 +1,44 @@
+// Subcommands that live in sibling executables (found next to `needle`):
+// `tokenizer-train` (needle-tokenizer-train: SentencePiece's protobuf collides
+// with libtorch's) and the libtorch commands (needle-train: libtorch costs
+// ~140 MB of resident memory just by being loaded).
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "commands.h"
+
+namespace needle::cli {
+namespace {
+
+[[noreturn]] void ExecSibling(const char* binary, const char* subcommand, int argc, char** argv) {
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) throw Error(ErrorCode::kIo, "cannot locate the needle executable");
+  self[n] = '\0';
+  std::string path(self);
+  path = path.substr(0, path.rfind('/') + 1) + binary;
+  std::vector<char*> args;
+  args.push_back(path.data());
+  std::string sub = subcommand ? subcommand : "";
+  if (subcommand) args.push_back(sub.data());
+  for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  ::execv(path.c_str(), args.data());
+  if (errno == ENOENT && std::strcmp(binary, "needle-train") == 0) {
+    throw Error(ErrorCode::kUnsupported, "this build has no trainer (libtorch was not found: run scripts/setup, then rebuild)");
+  }
+  throw Error(ErrorCode::kIo, "cannot run " + path + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+int ExecTokenizerTrain(int argc, char** argv) { ExecSibling("needle-tokenizer-train", nullptr, argc, argv); }
+int ExecTrain(int argc, char** argv) { ExecSibling("needle-train", "train", argc, argv); }
+
+}  // namespace needle::cli
