@@ -1,0 +1,189 @@
+// The token-level mask agrees with the byte-level matcher: a token is
+// allowed iff all its bytes are accepted from the current state, and
+// </tool_call> iff the calls are complete. Checked exhaustively over the
+// vocabulary at every state of random constrained walks, for three
+// tokenizers: byte-level, the golden 400-piece BPE, and a synthetic one full
+// of JSON-crossing pieces (`":"`, `"}]`, `\u`, partial UTF-8, ...).
+#include "grammar/matcher.h"
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "base/random.h"
+#include "grammar/grammar_testing.h"
+#include "grammar/validate.h"
+#include "io/tokenizer_blob.h"
+#include "text/tokenizer.h"
+
+namespace needle::grammar {
+namespace {
+
+TokenizerModel SyntheticModel() {
+  TokenizerModel m = ByteLevelTokenizer();
+  const char* extra[] = {"{\"", "\":\"", "\",\"", "\"}", "\"}]", "\"]", "}}]", "}}", "\":", "\",", "[{\"name\":\"",
+                         "\",\"arguments\":{\"", "\\\"", "\\\\", "\\u", "\\ud83d", "00", "e9", "ing", "é", "東京", "\"a",
+                         "1,", "12", ".5", "-1", "e+", "true", "null}", "on", "one", "off", "\"on", "\"one\"", "2024-",
+                         "-01", ":30", "@", ".com", "http", "://", "▁the", "🙂", "a\"", "\\n", "\"\"", ",\"", "0.", "99"};
+  float score = -1.0f;
+  for (const char* p : extra) m.pieces.push_back({p, score -= 0.01f, PieceType::kNormal});
+  return m;
+}
+
+std::unique_ptr<Tokenizer> MakeTokenizer(const std::string& which) {
+  if (which == "bytes") return std::make_unique<Tokenizer>(ByteLevelTokenizer());
+  if (which == "golden") return std::make_unique<Tokenizer>(ReadSentencePieceModelFile(NEEDLE_GOLDEN_DIR "/tokenizer.model"));
+  return std::make_unique<Tokenizer>(SyntheticModel());
+}
+
+bool Bit(const std::vector<uint32_t>& bits, int32_t id) { return (bits[size_t(id) >> 5] >> (id & 31)) & 1; }
+
+// Compares the mask with the brute-force answer; returns the number of allowed tokens.
+size_t CheckMask(GrammarMatcher& m, const TokenTrie& trie, std::vector<uint32_t>& bits, const std::string& where) {
+  const bool close = m.ComputeMask(bits);
+  EXPECT_EQ(close, m.IsComplete()) << where;
+  size_t allowed = 0;
+  for (int32_t id = 0; id < trie.vocab_size(); ++id) {
+    bool expect;
+    if (id == int32_t(kToolCallEndId)) {
+      expect = m.IsComplete();
+    } else {
+      expect = trie.Eligible(id) && m.CanAccept(trie.Bytes(id));
+    }
+    allowed += expect;
+    if (Bit(bits, id) != expect) {
+      ADD_FAILURE() << where << ": token " << id << " \"" << trie.Bytes(id) << "\" mask " << Bit(bits, id)
+                    << " bytes " << expect;
+      return allowed;
+    }
+  }
+  return allowed;
+}
+
+class MaskAgreement : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MaskAgreement, MaskEqualsByteLevelOnRandomWalks) {
+  const std::unique_ptr<Tokenizer> tok = MakeTokenizer(GetParam());
+  auto trie = std::make_shared<const TokenTrie>(*tok);
+  std::vector<uint32_t> bits(trie->mask_words() + 3, 0xFFFFFFFFu);  // larger than needed: overwritten entirely
+  SplitMix64 rng(GetParam().size());
+  size_t states = 0, completed = 0;
+  for (const char* tools : {testing::kKeywordTools, testing::kFiveTools}) {
+    auto g = ToolGrammar::Compile(std::string_view(tools));
+    for (int walk = 0; walk < 100; ++walk) {
+      GrammarMatcher m(g, trie);
+      std::string text;
+      for (int step = 0; step < 60 && !m.IsComplete(); ++step) {
+        const size_t allowed = CheckMask(m, *trie, bits, GetParam() + " after " + text);
+        ++states;
+        ASSERT_GT(allowed, 0u) << "dead end after " << text;
+        // Pick an allowed token; prefer short ones half the time so structure gets explored.
+        std::vector<int32_t> ids;
+        for (int32_t id = 0; id < trie->vocab_size(); ++id)
+          if (Bit(bits, id)) ids.push_back(id);
+        int32_t pick = ids[rng.Next() % ids.size()];
+        if (rng.Next() % 2) {
+          for (int tries = 0; tries < 4; ++tries) {
+            const int32_t c = ids[rng.Next() % ids.size()];
+            if (trie->Bytes(c).size() < trie->Bytes(pick).size()) pick = c;
+          }
+        }
+        ASSERT_TRUE(m.AcceptToken(pick));
+        text += trie->Bytes(pick);
+      }
+      // Finish byte by byte, checking the mask at every intermediate state.
+      std::string tail;
+      ASSERT_TRUE(m.CompletionBytes(&tail)) << text;
+      for (char c : tail) {
+        CheckMask(m, *trie, bits, GetParam() + " finishing " + text);
+        ++states;
+        ASSERT_TRUE(m.AcceptByte(uint8_t(c)));
+        text.push_back(c);
+      }
+      CheckMask(m, *trie, bits, GetParam() + " complete " + text);
+      ASSERT_TRUE(m.IsComplete());
+      EXPECT_TRUE(m.AcceptToken(int32_t(kToolCallEndId)));
+      ++completed;
+      const auto v = ValidateCall(text, *g);
+      if (v) {
+        EXPECT_TRUE(v->kind == ViolationKind::kUnique || v->kind == ViolationKind::kFormat) << text << " -> " << v->message;
+      }
+    }
+  }
+  EXPECT_GT(states, 4000u);
+  EXPECT_EQ(completed, 200u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, MaskAgreement, ::testing::Values("bytes", "golden", "synthetic"));
+
+TEST(TokenTrie, EveryEligibleTokenOnceAndPlainSplit) {
+  const std::unique_ptr<Tokenizer> tok = MakeTokenizer("synthetic");
+  const TokenTrie trie(*tok);
+  std::vector<int> seen(size_t(trie.vocab_size()), 0), special(size_t(trie.vocab_size()), 0);
+  for (int32_t id : trie.all().ids) ++seen[size_t(id)];
+  for (int32_t id : trie.special().ids) ++special[size_t(id)];
+  for (int32_t id = 0; id < trie.vocab_size(); ++id) {
+    EXPECT_EQ(seen[size_t(id)], trie.Eligible(id) ? 1 : 0) << id;
+    const bool plain = trie.PlainCodePoints(id) >= 0;
+    EXPECT_EQ(special[size_t(id)], trie.Eligible(id) && !plain ? 1 : 0) << id;
+  }
+  EXPECT_FALSE(trie.Eligible(int32_t(kToolCallId)));
+  EXPECT_FALSE(trie.Eligible(int32_t(kBosId)));
+  EXPECT_EQ(trie.PlainCodePoints(tok->PieceToId("東京")), 2);
+  EXPECT_EQ(trie.PlainCodePoints(tok->PieceToId("▁the")), 4);
+  EXPECT_EQ(trie.PlainCodePoints(tok->PieceToId("\":\"")), -1);
+  EXPECT_EQ(trie.PlainCodePoints(tok->ByteToId(0xE6)), -1);
+  // Preorder: each node's subtree ends after it, children are deeper.
+  const auto& nodes = trie.all().nodes;
+  for (uint32_t i = 1; i < nodes.size(); ++i) {
+    EXPECT_GT(nodes[i].end, i);
+    if (i + 1 < nodes[i].end) {
+      EXPECT_EQ(nodes[i + 1].depth, nodes[i].depth + 1);
+    }
+  }
+}
+
+TEST(Mask, ControlAndMarkerTokensNeverAllowed) {
+  const std::unique_ptr<Tokenizer> tok = MakeTokenizer("golden");
+  auto trie = std::make_shared<const TokenTrie>(*tok);
+  GrammarMatcher m(ToolGrammar::Compile(std::string_view(testing::kFiveTools)), trie);
+  std::vector<uint32_t> bits(trie->mask_words());
+  ASSERT_TRUE(m.AcceptBytes(R"([{"name":"send_message","arguments":{"to":"a)"));
+  m.ComputeMask(bits);
+  for (int32_t id = 0; id < 14; ++id) EXPECT_FALSE(Bit(bits, id)) << id;
+  EXPECT_FALSE(m.AcceptToken(int32_t(kThinkId)));
+  EXPECT_FALSE(m.AcceptToken(int32_t(kToolCallEndId)));
+  EXPECT_FALSE(m.AcceptToken(-1));
+  EXPECT_FALSE(m.AcceptToken(1 << 20));
+  std::vector<uint32_t> small(1);
+  EXPECT_THROW(m.ComputeMask(small), Error);
+}
+
+TEST(Mask, CompleteAllowsOnlyTheClosingToken) {
+  const std::unique_ptr<Tokenizer> tok = MakeTokenizer("bytes");
+  auto trie = std::make_shared<const TokenTrie>(*tok);
+  GrammarMatcher m(ToolGrammar::Compile(std::string_view(testing::kFiveTools)), trie);
+  std::vector<uint32_t> bits(trie->mask_words());
+  EXPECT_FALSE(m.ComputeMask(bits));
+  ASSERT_TRUE(m.AcceptBytes("[]"));
+  EXPECT_TRUE(m.ComputeMask(bits));
+  for (int32_t id = 0; id < trie->vocab_size(); ++id) EXPECT_EQ(Bit(bits, id), id == int32_t(kToolCallEndId)) << id;
+}
+
+TEST(Mask, FreeStringRespectsMaxLengthInCodePoints) {
+  const std::unique_ptr<Tokenizer> tok = MakeTokenizer("synthetic");
+  auto trie = std::make_shared<const TokenTrie>(*tok);
+  GrammarMatcher m(ToolGrammar::Compile(std::string_view(testing::OnePropTools(R"({"type":"string","maxLength":3})"))), trie);
+  std::vector<uint32_t> bits(trie->mask_words());
+  ASSERT_TRUE(m.AcceptBytes(R"([{"name":"t","arguments":{"x":"a)"));
+  m.ComputeMask(bits);
+  EXPECT_TRUE(Bit(bits, tok->PieceToId("東京")));  // 2 more: 3
+  EXPECT_FALSE(Bit(bits, tok->PieceToId("ing")));  // 3 more: 4
+  EXPECT_TRUE(Bit(bits, tok->PieceToId("\"}")));
+  ASSERT_TRUE(m.AcceptBytes("東京"));
+  m.ComputeMask(bits);
+  EXPECT_FALSE(Bit(bits, tok->PieceToId("é")));
+  EXPECT_TRUE(Bit(bits, tok->PieceToId("\"}")));
+}
+
+}  // namespace
+}  // namespace needle::grammar

@@ -1,0 +1,137 @@
+// The runtime side of the tool-call grammar: a pushdown state over a
+// ToolGrammar that accepts bytes, and the allowed-token mask over the whole
+// vocabulary for constrained decoding (SPEC §9).
+//
+// State: a stack of fixed-size frames (one per open JSON value: the calls
+// array, a call, an object, an array, a string, a number, ...), stored inline
+// in a GrammarState (no heap), so a snapshot is a plain copy of the live
+// frames (32 bytes each, typically 4-6 of them). Undo = restore a snapshot.
+//
+// Decode loop, per generated token (see docs/grammar.md):
+//   matcher.ComputeMask(bits)  -> allowed tokens; bit kToolCallEndId is set
+//                                 (and true returned) iff IsComplete()
+//   sample from the logits masked by `bits`
+//   matcher.AcceptToken(id)    -> advances (never fails for an allowed id)
+// and </tool_call> is emitted only when IsComplete(). Nothing is allocated in
+// the loop: the walk buffers are sized when the matcher is made.
+//
+// Cost per step: AcceptToken is O(token bytes). ComputeMask zeroes the mask
+// and walks the token trie from the current state, copying the state once per
+// visited trie node and stepping one byte; a rejected byte prunes the whole
+// subtree. Two shortcuts cover the states where most of the vocabulary is
+// allowed: inside a free-text string it copies a precomputed mask of the plain
+// tokens and walks only the special ones (quotes, backslashes, partial UTF-8);
+// inside a pattern/format string without maxLength it copies a cached mask of
+// the tokens that stay inside (keyed by node, automaton state and escape
+// state; filled on first use, at most one walk per key) and walks only the
+// tokens with a quote. grammar_bench measures it (docs/grammar.md has the numbers).
+//
+// Termination: every reachable state has a finite completion (bounds, length
+// limits and patterns are checked for reachability, so the grammar never
+// dead-ends), but a string or array without maxLength/maxItems can grow
+// without limit. The caller caps the call at a token budget and, when the
+// budget is nearly spent, appends CompletionBytes() (a short valid ending)
+// instead of sampling further.
+//
+// A matcher is not thread-safe; use one per session. The grammar and the
+// trie are shared, read-only.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/token_trie.h"   // TokenTrie
+#include "grammar/tool_grammar.h" // ToolGrammar
+
+namespace needle::grammar {
+
+inline constexpr uint32_t kMaxFrames = 24;
+
+// One open value. Field use depends on the node kind (matcher.cc).
+struct Frame {
+  uint32_t node;            // index into ToolGrammar::nodes
+  uint8_t phase, a, b, c;   // small per-kind fields (phase, sign, digit counts, escape state)
+  uint32_t u, v;            // trie node / DFA state / literal position; count / tool / property
+  uint64_t w, z;            // seen-keys mask, integer part, \u accumulator; fraction part
+};
+static_assert(sizeof(Frame) == 32);
+
+struct GrammarState {
+  uint32_t depth = 0;  // live frames; 0 = the calls array is complete
+  Frame frames[kMaxFrames];
+
+  void CopyFrom(const GrammarState& o) {
+    depth = o.depth;
+    std::memcpy(frames, o.frames, sizeof(Frame) * o.depth);
+  }
+};
+
+class GrammarMatcher {
+ public:
+  // `trie` may be null for byte-level use only (no masks or token ids).
+  explicit GrammarMatcher(std::shared_ptr<const ToolGrammar> grammar, std::shared_ptr<const TokenTrie> trie = nullptr);
+
+  // Back to the start: nothing consumed, the next byte must be '['.
+  void Reset();
+
+  // Restrict the admitted tool names to these tool indices (retrieval);
+  // an empty list admits only "[]". AllowAllTools() undoes it.
+  void RestrictTools(std::span<const uint32_t> tool_indices);
+  void RestrictToolNames(const std::vector<std::string>& names);  // unknown names are ignored
+  void AllowAllTools();
+
+  // Feed bytes. On rejection nothing changes and false is returned.
+  bool AcceptByte(uint8_t b);
+  bool AcceptBytes(std::string_view bytes);
+  // Would these bytes be accepted from the current state?
+  bool CanAccept(std::string_view bytes) const;
+  // A token's bytes; </tool_call> is accepted (without changing the state)
+  // iff IsComplete(); other control/marker tokens are rejected.
+  bool AcceptToken(int32_t id);
+
+  // A whole array of calls has been consumed: </tool_call> may follow.
+  bool IsComplete() const { return state_.depth == 0; }
+
+  // Allowed tokens: `bits` has at least trie->mask_words() words and is
+  // overwritten entirely. Returns whether </tool_call> is allowed (its bit is
+  // then set too, when the id is inside the vocabulary).
+  bool ComputeMask(std::span<uint32_t> bits);
+  // The same into exactly trie->mask_words() words.
+  bool ComputeMask(uint32_t* bits);
+
+  // Bytes that complete the calls array from here (shortest choices, greedy),
+  // so a capped generation can always finish; empty when already complete.
+  // Returns false only if no completion was found within 1 MiB (not expected).
+  bool CompletionBytes(std::string* out) const;
+
+  const GrammarState& state() const { return state_; }
+  void RestoreState(const GrammarState& s) { state_.CopyFrom(s); }
+  const ToolGrammar& grammar() const { return *grammar_; }
+  const TokenTrie* trie() const { return trie_.get(); }
+
+  // One byte against an explicit state (for tests and tools).
+  bool Step(GrammarState& s, uint8_t b) const;
+
+ private:
+  void WalkTrie(const TokenTrie::Trie& t, std::span<uint32_t> bits);
+  // Tokens that stay inside the pattern string `top` (cached).
+  const std::vector<uint32_t>& InsideStringMask(const Node& n, const Frame& top);
+
+  std::shared_ptr<const ToolGrammar> grammar_;
+  std::shared_ptr<const TokenTrie> trie_;
+  std::vector<uint32_t> active_prefix_;  // [tools + 1] by name rank, empty = all tools
+  GrammarState state_;
+  GrammarState scratch_;
+  std::vector<GrammarState> walk_;  // [trie max depth + 1]
+  std::vector<Frame> frame_walk_;   // [trie max depth + 1]: the string-only walk
+  // (node << 20 | escape << 16 | DFA state) -> mask of the tokens that stay inside that string.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> inside_cache_;
+};
+
+}  // namespace needle::grammar
