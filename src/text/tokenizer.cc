@@ -523,27 +523,20 @@ void Tokenizer::EncodeNormalized(std::string_view norm, EncodeState& st, std::ve
   BpeSegment(norm, st, ids);
 }
 
-void Tokenizer::Encode(std::string_view text, std::vector<int32_t>& ids) const {
+void Tokenizer::EncodeWith(std::string_view text, bool dummy_prefix, std::vector<int32_t>& ids) const {
   ids.clear();
   if (text.size() > kMaxInputBytes) {
     throw Error(ErrorCode::kInvalidArgument,
                 "tokenizer: input of " + std::to_string(text.size()) + " bytes exceeds the limit of " + std::to_string(kMaxInputBytes));
   }
   EncodeState st;
-  Normalize(text, add_dummy_prefix_, st.norm);
+  Normalize(text, dummy_prefix, st.norm);
   EncodeNormalized(st.norm, st, ids);
 }
 
-void Tokenizer::EncodeContinuation(std::string_view text, std::vector<int32_t>& ids) const {
-  ids.clear();
-  if (text.size() > kMaxInputBytes) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "tokenizer: input of " + std::to_string(text.size()) + " bytes exceeds the limit of " + std::to_string(kMaxInputBytes));
-  }
-  EncodeState st;
-  Normalize(text, false, st.norm);
-  EncodeNormalized(st.norm, st, ids);
-}
+void Tokenizer::Encode(std::string_view text, std::vector<int32_t>& ids) const { EncodeWith(text, add_dummy_prefix_, ids); }
+
+void Tokenizer::EncodeContinuation(std::string_view text, std::vector<int32_t>& ids) const { EncodeWith(text, false, ids); }
 
 std::vector<int32_t> Tokenizer::Encode(std::string_view text) const {
   std::vector<int32_t> ids;

@@ -127,6 +127,7 @@ class Tokenizer {
     return id >= 0 && (types_[id] == PieceType::kNormal || types_[id] == PieceType::kUserDefined);
   }
   void Normalize(std::string_view text, bool dummy_prefix, std::string& out) const;
+  void EncodeWith(std::string_view text, bool dummy_prefix, std::vector<int32_t>& ids) const;
   void EncodeNormalized(std::string_view norm, EncodeState& st, std::vector<int32_t>& ids) const;
   void BpeSegment(std::string_view norm, EncodeState& st, std::vector<int32_t>& ids) const;
   void EmitSymbol(std::string_view text, int32_t id, EncodeState& st, std::vector<int32_t>& ids) const;
