@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "train/lora.h"
 
 namespace needle::train {
 namespace {
@@ -13,11 +14,23 @@ torch::Tensor FromVector(const std::vector<float>& v, const TensorSpec& s) {
   return torch::from_blob(const_cast<float*>(v.data()), shape, torch::kFloat32).clone();
 }
 
-torch::Tensor ZcRms(const torch::Tensor& x, const torch::Tensor& scale) {
-  return (1 + scale) * x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6);
-}
+// x*x rather than pow(2): PowBackward is several times slower than MulBackward on the CPU.
+torch::Tensor RmsUnit(const torch::Tensor& x) { return x * torch::rsqrt((x * x).mean(-1, true) + 1e-6); }
 
-torch::Tensor RmsUnit(const torch::Tensor& x) { return x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6); }
+torch::Tensor ZcRms(const torch::Tensor& x, const torch::Tensor& scale) { return (1 + scale) * RmsUnit(x); }
+
+// out[..., i, :] = sum_j m[..., i, j] * x[..., j, :] for tiny per-token n x n
+// matrices: ATen's batched matmul loops over the batch (one select per token),
+// so spelling it out as n broadcast products is an order of magnitude faster.
+torch::Tensor MixLanes(const torch::Tensor& m, const torch::Tensor& x) {
+  const int64_t n = m.size(-1);
+  torch::Tensor out;
+  for (int64_t j = 0; j < n; ++j) {
+    const auto term = m.select(-1, j).unsqueeze(-1) * x.select(-2, j).unsqueeze(-2);
+    out = j ? out + term : term;
+  }
+  return out;
+}
 
 // x [B, T, heads, hd] rotated by angles whose cos/sin are [B, T, hd/2].
 torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
@@ -168,10 +181,15 @@ torch::Tensor SanImpl::Block(size_t li, const torch::Tensor& x, const TrainBatch
   const Layer& L = layers[li];
   const int64_t B = x.size(0), T = x.size(1), H = c_.num_heads, G = c_.num_kv_heads, hd = c_.head_dim();
   const int64_t d = c_.d_model, m = c_.hada_n(), half = hd / 2;
+  // x W^T, plus the adapter's low-rank update when one is attached.
+  auto proj = [&](LoraTarget t, const torch::Tensor& in, const torch::Tensor& w) {
+    auto y = torch::matmul(in, w.t());
+    return lora_ ? y + lora_->Delta(li, t, in) : y;
+  };
   const auto h = ZcRms(x, L.norm_in);
-  auto q = ZcRms(torch::matmul(h, L.q_proj.t()).view({B, T, H, hd}), L.q_norm);
-  auto k = ZcRms(torch::matmul(h, L.k_proj.t()).view({B, T, G, hd}), L.k_norm);
-  auto v = torch::matmul(h, L.v_proj.t()).view({B, T, G, hd});
+  auto q = ZcRms(proj(LoraTarget::kQ, h, L.q_proj).view({B, T, H, hd}), L.q_norm);
+  auto k = ZcRms(proj(LoraTarget::kK, h, L.k_proj).view({B, T, G, hd}), L.k_norm);
+  auto v = proj(LoraTarget::kV, h, L.v_proj).view({B, T, G, hd});
   const auto qw = Rope(q, rope_q.narrow(-1, 0, half), rope_q.narrow(-1, half, half)).transpose(1, 2);
   const auto qs = Rope(q, rope_qs.narrow(-1, 0, half), rope_qs.narrow(-1, half, half)).transpose(1, 2);
   auto kr = Rope(k, rope_k.narrow(-1, 0, half), rope_k.narrow(-1, half, half)).transpose(1, 2);
@@ -180,14 +198,16 @@ torch::Tensor SanImpl::Block(size_t li, const torch::Tensor& x, const TrainBatch
     kr = kr.repeat_interleave(H / G, 1);
     vt = vt.repeat_interleave(H / G, 1);
   }
+  // Window keys see the query at its own position, sink keys the query at the
+  // sink-relative position (SPEC §3): one product over concatenated halves,
+  // [qw | qs] . [k * !sink | k * sink], instead of two T x T score matrices.
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-  const auto sw = torch::matmul(qw, kr.transpose(-1, -2)) * scale;
-  const auto ss = torch::matmul(qs, kr.transpose(-1, -2)) * scale;
-  auto scores = torch::where(sink_key, ss, sw).masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
-  const auto attn = torch::softmax(scores, -1);
+  const auto qc = torch::cat({qw, qs}, -1) * scale;
+  const auto kc = torch::cat({kr * (1 - sink_key), kr * sink_key}, -1);
+  const auto attn = torch::softmax(torch::matmul(qc, kc.transpose(-1, -2)) + mask, -1);
   auto o = torch::matmul(attn, vt).transpose(1, 2).reshape({B, T, H * hd});
-  o = o * torch::sigmoid(torch::matmul(h, L.gate_proj.t()));
-  const auto a = torch::matmul(o, L.out_proj.t());
+  o = o * torch::sigmoid(proj(LoraTarget::kGate, h, L.gate_proj));
+  const auto a = proj(LoraTarget::kOut, o, L.out_proj);
   const auto x1 = x + torch::sigmoid(L.attn_gate) * ZcRms(a, L.post_norm);
   const auto h2 = ZcRms(x1, L.pre_hada);
   auto z = m > d ? torch::constant_pad_nd(h2, {0, m - d}) : h2;
@@ -198,7 +218,11 @@ torch::Tensor SanImpl::Block(size_t li, const torch::Tensor& x, const TrainBatch
   return x1 + z;
 }
 
-torch::Tensor SanImpl::forward(const TrainBatch& b, int64_t window) {
+torch::Tensor SanImpl::forward(const TrainBatch& b, int64_t window) { return Logits(Hidden(b, window)); }
+
+torch::Tensor SanImpl::Logits(const torch::Tensor& hidden) { return torch::matmul(hidden, embedding.t()); }
+
+torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window) {
   const int64_t B = b.tokens.size(0), T = b.tokens.size(1), d = c_.d_model, n = c_.mhc_lanes, L = c_.num_layers;
   const auto x0 = embedding.index_select(0, b.tokens.reshape({-1})).view({B, T, d}) * std::sqrt(static_cast<double>(d));
   auto X = x0.unsqueeze(2).expand({B, T, n, d}).contiguous();
@@ -212,8 +236,10 @@ torch::Tensor SanImpl::forward(const TrainBatch& b, int64_t window) {
     mask = mask & (near | b.sink.unsqueeze(1));
   }
   mask = mask | torch::eye(T, b.sink.options()).unsqueeze(0);  // padding rows attend to themselves (no NaN)
-  mask = mask.unsqueeze(1);                                     // [B, 1, T, T]
-  const auto sink_key = b.sink.unsqueeze(1).unsqueeze(1);       // [B, 1, 1, T]
+  // Additive bias [B, 1, T, T], built once for all layers.
+  const auto bias = torch::zeros({B, 1, T, T}, x0.options()).masked_fill(mask.unsqueeze(1).logical_not(),
+                                                                         -std::numeric_limits<float>::infinity());
+  const auto sink_key = b.sink.to(torch::kFloat32).unsqueeze(1).unsqueeze(-1);  // [B, 1, T, 1]
   auto angles = [&](const torch::Tensor& pos) {
     const auto a = pos.to(torch::kFloat64).unsqueeze(-1) * inv_freq_;
     return torch::cat({torch::cos(a), torch::sin(a)}, -1).to(torch::kFloat32);  // [B, T, hd]
@@ -257,11 +283,10 @@ torch::Tensor SanImpl::forward(const TrainBatch& b, int64_t window) {
       const auto alpha = torch::sigmoid((RmsUnit(u) * RmsUnit(ek)).sum(-1, true) / std::sqrt(static_cast<double>(d)));
       xin = u + alpha * ev;
     }
-    const auto y = Block(static_cast<size_t>(li), xin, b, mask, sink_key, rope_q, rope_qs, rope_q) - u;
-    X = torch::matmul(hres, X) + hpost.unsqueeze(-1) * y.unsqueeze(2);
+    const auto y = Block(static_cast<size_t>(li), xin, b, bias, sink_key, rope_q, rope_qs, rope_q) - u;
+    X = MixLanes(hres, X) + hpost.unsqueeze(-1) * y.unsqueeze(2);
   }
-  const auto h = ZcRms(X.mean(2), final_norm);
-  return torch::matmul(h, embedding.t());
+  return ZcRms(X.mean(2), final_norm);
 }
 
 }  // namespace needle::train

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <vector>
 
 #include "base/model_config.h"  // ModelConfig
@@ -16,6 +17,8 @@
 #include "train/batch.h"        // PackedRows
 
 namespace needle::train {
+
+class LoraImpl;  // train/lora.h
 
 // One packed batch as tensors (int64 / bool / float), on the module's device.
 struct TrainBatch {
@@ -31,10 +34,21 @@ class SanImpl : public torch::nn::Module {
   // Logits [B, T, V] with attention restricted by the packing mask of SPEC §4
   // (same example, causal, within `window` or a sink; window 0 = causal only).
   torch::Tensor forward(const TrainBatch& b, int64_t window);
+  // The final-norm hidden states [B, T, d] (forward without the tied vocab
+  // projection), and that projection: training projects only target positions.
+  torch::Tensor Hidden(const TrainBatch& b, int64_t window);
+  torch::Tensor Logits(const torch::Tensor& hidden);
 
   // fp32 weights in archive order, for ExportArchive; and the reverse.
   ModelWeights Export() const;
   void Import(const CactArchive& archive);  // dequantized weights (parity, fine-tuning)
+  const std::vector<HeadSpec>& head_specs() const { return head_specs_; }
+
+  // Low-rank adapters added to the attention projections (train/lora.h:
+  // AttachLora / DetachLora); null = none. Not a submodule, so checkpoints and
+  // parameters() of the base are unchanged by an attached adapter.
+  void set_lora(std::shared_ptr<LoraImpl> lora) { lora_ = std::move(lora); }
+  const std::shared_ptr<LoraImpl>& lora() const { return lora_; }
 
   struct Layer {
     torch::Tensor norm_in, q_proj, k_proj, v_proj, q_norm, k_norm, gate_proj, out_proj, post_norm, attn_gate, pre_hada,
@@ -67,6 +81,7 @@ class SanImpl : public torch::nn::Module {
   std::vector<TensorSpec> specs_;
   torch::Tensor hadamard_;  // [m, m] normalised Walsh–Hadamard matrix
   torch::Tensor inv_freq_;  // [hd/2] float64
+  std::shared_ptr<LoraImpl> lora_;
 };
 TORCH_MODULE(San);
 

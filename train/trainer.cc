@@ -21,20 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-double LearningRate(const TrainOptions& o, int64_t step) {
-  if (step < o.warmup) return o.lr * double(step + 1) / double(o.warmup);
-  const double progress = double(step - o.warmup) / double(std::max<int64_t>(1, o.steps - o.warmup));
-  const double cosine = 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, progress)));
-  return o.lr * (o.min_lr_ratio + (1.0 - o.min_lr_ratio) * cosine);
-}
-
-uint32_t RowLength(const std::vector<const EncodedPrompt*>& batch, int64_t max_len) {
-  size_t longest = 1;
-  for (const EncodedPrompt* e : batch) longest = std::max(longest, e->ids.size());
-  uint32_t len = 1;
-  while (len < longest) len <<= 1;  // padding to the next power of two (SPEC §12)
-  return static_cast<uint32_t>(std::min<int64_t>(len, max_len));
-}
+double LearningRate(const TrainOptions& o, int64_t step) { return WarmupCosine(o.lr, o.min_lr_ratio, o.warmup, o.steps, step); }
 
 // Mean cross-entropy over the target tokens of a set of examples (no grad).
 double Evaluate(San& model, const std::vector<EncodedPrompt>& data, const TrainOptions& o) {
@@ -51,10 +38,7 @@ double Evaluate(San& model, const std::vector<EncodedPrompt>& data, const TrainO
     for (const auto& e : chunk) ptrs.push_back(&e);
     const PackedRows rows = PackExamples(chunk, RowLength(ptrs, o.max_len), model->config(), static_cast<uint32_t>(o.window));
     const TrainBatch b = TrainBatch::From(rows, model->config());
-    const auto logits = model->forward(b, o.window);
-    const auto loss = torch::nn::functional::cross_entropy(
-        logits.view({-1, logits.size(-1)}), b.targets.view({-1}),
-        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
+    const auto loss = TargetLoss(model, b, o.window, torch::kSum);
     total += loss.item<double>();
     count += double(rows.target_tokens);
   }
@@ -62,6 +46,37 @@ double Evaluate(San& model, const std::vector<EncodedPrompt>& data, const TrainO
 }
 
 }  // namespace
+
+double WarmupCosine(double lr, double min_ratio, int64_t warmup, int64_t steps, int64_t step) {
+  if (step < warmup) return lr * double(step + 1) / double(warmup);
+  const double progress = double(step - warmup) / double(std::max<int64_t>(1, steps - warmup));
+  const double cosine = 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, progress)));
+  return lr * (min_ratio + (1.0 - min_ratio) * cosine);
+}
+
+uint32_t RowLength(const std::vector<const EncodedPrompt*>& batch, int64_t max_len) {
+  size_t longest = 1;
+  for (const EncodedPrompt* e : batch) longest = std::max(longest, e->ids.size());
+  uint32_t len = 1;
+  while (len < longest) len <<= 1;  // padding to the next power of two (SPEC §12)
+  return static_cast<uint32_t>(std::min<int64_t>(len, max_len));
+}
+
+// Cross-entropy over the target positions only: the tied vocab projection
+// is the largest product of a small model, and most positions are prompt.
+torch::Tensor TargetLoss(San& model, const TrainBatch& b, int64_t window, torch::nn::functional::CrossEntropyFuncOptions::reduction_t reduction) {
+  const auto h = model->Hidden(b, window);
+  const auto targets = b.targets.reshape({-1});
+  const auto at = (targets != -100).nonzero().squeeze(1);
+  const auto logits = model->Logits(h.reshape({-1, h.size(-1)}).index_select(0, at));
+  return torch::nn::functional::cross_entropy(logits, targets.index_select(0, at),
+                                              torch::nn::functional::CrossEntropyFuncOptions().reduction(reduction));
+}
+
+TokenizerModel LoadTokenizerModel(const std::string& path) {
+  if (fs::path(path).extension() == ".cact") return CactArchive::Open(path).tokenizer();
+  return ReadSentencePieceModelFile(path);
+}
 
 std::vector<EncodedPrompt> LoadExamples(const std::string& path, const PromptEncoder& enc, int64_t max_len,
                                         uint64_t* skipped) {
@@ -99,7 +114,7 @@ double Train(const TrainOptions& o) {
   torch::set_num_threads(static_cast<int>(o.threads));
   torch::manual_seed(o.seed);
   fs::create_directories(o.out);
-  const TokenizerModel tok_model = ReadSentencePieceModelFile(o.tokenizer);
+  const TokenizerModel tok_model = LoadTokenizerModel(o.tokenizer);
   const Tokenizer tok(tok_model);
   ModelConfig config = o.config;
   if (tok_model.pieces.size() > config.vocab_size) {
@@ -108,6 +123,22 @@ double Train(const TrainOptions& o) {
   }
   config.kv_window = static_cast<uint32_t>(o.window);
   config.Validate();
+  // The run directory carries its geometry, so that checkpoint.pt alone can be
+  // loaded again (`needle finetune --base`, `needle build`).
+  const std::string config_path = (fs::path(o.out) / "config.json").string();
+  const std::string config_text = ConfigToJson(config).dump(2) + "\n";
+  if (o.resume && fs::exists(config_path)) {
+    std::ifstream in(config_path);
+    const ModelConfig was = ConfigFromJson(nlohmann::json::parse(in));
+    if (ConfigToJson(was) != ConfigToJson(config)) {
+      throw Error(ErrorCode::kInvalidArgument, "train: --resume with another config than the run's " + config_path +
+                                                   " (it has " + ConfigToJson(was).dump() + ")");
+    }
+  }
+  {
+    const std::vector<uint8_t> bytes(config_text.begin(), config_text.end());
+    WriteFileAtomically(config_path, bytes);
+  }
   const PromptEncoder enc(tok);
   uint64_t truncated = 0;
   const std::vector<EncodedPrompt> train = LoadExamples(o.data, enc, o.max_len, &truncated);
@@ -183,10 +214,7 @@ double Train(const TrainOptions& o) {
     const TrainBatch b = TrainBatch::From(rows, config);
     const double lr = LearningRate(o, step);
     for (auto& group : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-    const auto logits = model->forward(b, o.window);
-    const auto loss = torch::nn::functional::cross_entropy(
-        logits.view({-1, logits.size(-1)}), b.targets.view({-1}),
-        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
+    const auto loss = TargetLoss(model, b, o.window, torch::kMean);
     opt.zero_grad();
     loss.backward();
     torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip);
@@ -210,6 +238,7 @@ double Train(const TrainOptions& o) {
     log << rec.dump() << "\n";
     log.flush();
     if (step % o.checkpoint_every == 0 || step == o.steps) save();
+    if (o.stop_at > 0 && step >= o.stop_at) break;
   }
   std::fprintf(stderr, "\n");
   return val.empty() ? last_loss : val_loss;

@@ -8,8 +8,12 @@
 #include <string>
 #include <vector>
 
+#include <torch/torch.h>
+
 #include "base/model_config.h"
+#include "io/tokenizer_blob.h"
 #include "text/prompt.h"
+#include "train/san.h"
 
 namespace needle::train {
 
@@ -17,7 +21,7 @@ struct TrainOptions {
   std::string data, val;            // JSONL paths (val optional)
   std::string tokenizer;            // SentencePiece .model for encoding (embedded at export)
   ModelConfig config;
-  std::string out;                  // run directory: checkpoint.pt, model.cact, log.jsonl
+  std::string out;                  // run directory: config.json, checkpoint.pt, model.cact, log.jsonl
   int64_t steps = 1000;
   int64_t batch_tokens = 8192;      // tokens per optimizer step (packed rows)
   int64_t max_len = 1024;           // longer examples are truncated
@@ -28,6 +32,7 @@ struct TrainOptions {
   int64_t threads = 2;
   uint64_t seed = 0;
   bool resume = false;
+  int64_t stop_at = 0;              // stop once this step is done, as if killed there (0 = run to `steps`)
   std::string bits = "4";           // width of the exported model.cact
 };
 
@@ -35,7 +40,21 @@ struct TrainOptions {
 double Train(const TrainOptions& opt);
 
 // Reads a JSONL file of examples and encodes them with the prompt format.
+// Examples longer than `max_len` are truncated (counted in *skipped). A line
+// that is not JSON, or not an example, is an error naming path:line.
 std::vector<EncodedPrompt> LoadExamples(const std::string& path, const PromptEncoder& enc, int64_t max_len,
                                         uint64_t* skipped);
+
+// A SentencePiece .model file, or the tokenizer embedded in a .cact archive.
+TokenizerModel LoadTokenizerModel(const std::string& path);
+
+// Shared by `needle train` and `needle finetune`:
+// linear warmup over `warmup` steps to `lr`, then cosine decay to lr * min_ratio at `steps`.
+double WarmupCosine(double lr, double min_ratio, int64_t warmup, int64_t steps, int64_t step);
+// Row length for a batch: the next power of two >= its longest example, at most max_len (SPEC §12).
+uint32_t RowLength(const std::vector<const EncodedPrompt*>& batch, int64_t max_len);
+// Cross-entropy over the target tokens only (mean or sum).
+torch::Tensor TargetLoss(San& model, const TrainBatch& b, int64_t window,
+                         torch::nn::functional::CrossEntropyFuncOptions::reduction_t reduction);
 
 }  // namespace needle::train

@@ -12,6 +12,10 @@ const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kIo: return "io_error";
     case ErrorCode::kBudget: return "budget_exceeded";
     case ErrorCode::kInternal: return "internal_error";
+    case ErrorCode::kInvalidCall: return "invalid_call";
+    case ErrorCode::kBufferTooSmall: return "buffer_too_small";
+    case ErrorCode::kNoModel: return "no_model";
+    case ErrorCode::kInvalidState: return "invalid_state";
   }
   return "internal_error";
 }

@@ -19,6 +19,10 @@ enum class ErrorCode {
   kIo,                // a file that cannot be opened, read or written
   kBudget,            // a request that does not fit the memory budget
   kInternal,
+  kInvalidCall,       // the generated call failed the post-generation check (SPEC §9)
+  kBufferTooSmall,    // a caller's output buffer cannot hold the result
+  kNoModel,           // no model loaded and none embedded
+  kInvalidState,      // an API used out of order (e.g. complete before init)
 };
 
 const char* ErrorCodeName(ErrorCode code);  // e.g. "invalid_archive"

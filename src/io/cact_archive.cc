@@ -180,6 +180,13 @@ CactArchive CactArchive::FromBytes(std::vector<uint8_t> bytes) {
   return a;
 }
 
+CactArchive CactArchive::FromStatic(std::span<const uint8_t> bytes) {
+  CactArchive a;
+  a.file_ = MappedFile::Borrow(bytes);
+  a.Validate();
+  return a;
+}
+
 void CactArchive::Validate() {
   const std::span<const uint8_t> f = file_.bytes();
   const uint64_t size = f.size();

@@ -32,6 +32,7 @@ class CactArchive {
  public:
   static CactArchive Open(const std::string& path);
   static CactArchive FromBytes(std::vector<uint8_t> bytes);  // owns the bytes
+  static CactArchive FromStatic(std::span<const uint8_t> bytes);  // bytes that outlive the archive, no copy
 
   CactArchive(CactArchive&&) = default;
   CactArchive& operator=(CactArchive&&) = default;

@@ -45,16 +45,25 @@ MappedFile MappedFile::Own(std::vector<uint8_t> bytes) {
   return f;
 }
 
+MappedFile MappedFile::Borrow(std::span<const uint8_t> bytes) {
+  MappedFile f;
+  f.data_ = bytes.data();
+  f.size_ = bytes.size();
+  f.borrowed_ = true;
+  return f;
+}
+
 MappedFile::MappedFile(MappedFile&& o) noexcept { *this = std::move(o); }
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
     Release();
     mapped_ = o.mapped_;
+    borrowed_ = o.borrowed_;
     size_ = o.size_;
     owned_ = std::move(o.owned_);
-    data_ = mapped_ ? o.data_ : owned_.data();
-    o.data_ = nullptr, o.size_ = 0, o.mapped_ = false;
+    data_ = mapped_ || borrowed_ ? o.data_ : owned_.data();
+    o.data_ = nullptr, o.size_ = 0, o.mapped_ = false, o.borrowed_ = false;
   }
   return *this;
 }
@@ -63,7 +72,7 @@ MappedFile::~MappedFile() { Release(); }
 
 void MappedFile::Release() {
   if (mapped_ && data_) ::munmap(const_cast<uint8_t*>(data_), size_);
-  data_ = nullptr, size_ = 0, mapped_ = false;
+  data_ = nullptr, size_ = 0, mapped_ = false, borrowed_ = false;
   owned_.clear();
 }
 

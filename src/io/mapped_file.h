@@ -15,6 +15,8 @@ class MappedFile {
   MappedFile() = default;
   static MappedFile Map(const std::string& path);  // throws Error(kIo)
   static MappedFile Own(std::vector<uint8_t> bytes);
+  // Bytes that outlive the object (e.g. a model embedded in the library image): no copy.
+  static MappedFile Borrow(std::span<const uint8_t> bytes);
   MappedFile(MappedFile&& o) noexcept;
   MappedFile& operator=(MappedFile&& o) noexcept;
   MappedFile(const MappedFile&) = delete;
@@ -28,6 +30,7 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;       // munmap on release
+  bool borrowed_ = false;     // someone else's bytes
   std::vector<uint8_t> owned_;  // or: the bytes live here
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "base/error.h"
 #include "kv/budget.h"
@@ -44,6 +45,56 @@ WindowSinkCache::WindowSinkCache(const CacheGeometry& g) : g_(g) {
   engram_ring_.assign(size_t(g.engram_sites) * std::max<uint32_t>(1, g.engram_value_history) * g.d_model, 0.0f);
   token_ring_at_sinks_ = token_ring_;  // sized once: Commit copies into them without allocating
   engram_ring_at_sinks_ = engram_ring_;
+}
+
+namespace {
+
+template <typename T>
+void PutVector(std::string& out, const std::vector<T>& v) {
+  const uint64_t n = v.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(T));
+}
+
+template <typename T>
+void GetVector(std::string_view& in, std::vector<T>& v, const char* what) {
+  uint64_t n = 0;
+  if (in.size() < sizeof n) throw Error(ErrorCode::kInvalidArgument, std::string("saved cache: truncated before ") + what);
+  std::memcpy(&n, in.data(), sizeof n);
+  in.remove_prefix(sizeof n);
+  if (n != v.size()) throw Error(ErrorCode::kInvalidArgument, std::string("saved cache: ") + what + " has " + std::to_string(n) +
+                                                               " entries, this cache " + std::to_string(v.size()) + " (another model or window?)");
+  if (in.size() < n * sizeof(T)) throw Error(ErrorCode::kInvalidArgument, std::string("saved cache: truncated in ") + what);
+  std::memcpy(v.data(), in.data(), n * sizeof(T));
+  in.remove_prefix(n * sizeof(T));
+}
+
+}  // namespace
+
+void WindowSinkCache::Serialize(std::string& out) const {
+  const int64_t header[4] = {tokens_, g_.sink_capacity, g_.window, g_.float_kv};
+  out.append(reinterpret_cast<const char*>(header), sizeof header);
+  PutVector(out, k_sink_), PutVector(out, v_sink_), PutVector(out, k_ring_), PutVector(out, v_ring_);
+  PutVector(out, ks_sink_), PutVector(out, vs_sink_), PutVector(out, ks_ring_), PutVector(out, vs_ring_);
+  PutVector(out, kf_sink_), PutVector(out, vf_sink_), PutVector(out, kf_ring_), PutVector(out, vf_ring_);
+  PutVector(out, token_ring_), PutVector(out, engram_ring_), PutVector(out, token_ring_at_sinks_), PutVector(out, engram_ring_at_sinks_);
+}
+
+void WindowSinkCache::Restore(std::string_view& in) {
+  int64_t header[4];
+  if (in.size() < sizeof header) throw Error(ErrorCode::kInvalidArgument, "saved cache: truncated header");
+  std::memcpy(header, in.data(), sizeof header);
+  in.remove_prefix(sizeof header);
+  if (header[1] != g_.sink_capacity || header[2] != g_.window || header[3] != int64_t(g_.float_kv)) {
+    throw Error(ErrorCode::kInvalidArgument, "saved cache: sink length / window differ from this cache");
+  }
+  if (header[0] < 0) throw Error(ErrorCode::kInvalidArgument, "saved cache: negative token counter");
+  GetVector(in, k_sink_, "k_sink"), GetVector(in, v_sink_, "v_sink"), GetVector(in, k_ring_, "k_ring"), GetVector(in, v_ring_, "v_ring");
+  GetVector(in, ks_sink_, "ks_sink"), GetVector(in, vs_sink_, "vs_sink"), GetVector(in, ks_ring_, "ks_ring"), GetVector(in, vs_ring_, "vs_ring");
+  GetVector(in, kf_sink_, "kf_sink"), GetVector(in, vf_sink_, "vf_sink"), GetVector(in, kf_ring_, "kf_ring"), GetVector(in, vf_ring_, "vf_ring");
+  GetVector(in, token_ring_, "token history"), GetVector(in, engram_ring_, "engram history");
+  GetVector(in, token_ring_at_sinks_, "token history at sinks"), GetVector(in, engram_ring_at_sinks_, "engram history at sinks");
+  tokens_ = header[0];
 }
 
 uint32_t WindowSinkCache::window_valid() const {

@@ -13,6 +13,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace needle {
@@ -83,6 +85,12 @@ class WindowSinkCache {
   void ResetToSinks();
   // Bytes held by every buffer (constant for the cache's lifetime).
   uint64_t bytes() const;
+
+  // The whole state (counter, K/V, histories) as bytes, for saved sessions;
+  // Restore requires a cache of the same geometry and reads exactly what
+  // Serialize wrote, else Error(kInvalidArgument) naming the mismatch.
+  void Serialize(std::string& out) const;
+  void Restore(std::string_view& in);
 
  private:
   size_t Row(uint32_t layer, uint32_t slot, uint32_t slots) const {

@@ -437,6 +437,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     CqDequantizeRow(embedding_.view, static_cast<uint32_t>(tokens[p]), x0);
     for (uint32_t i = 0; i < d; ++i) x0[i] *= emb_scale;
     for (uint32_t j = 1; j < n; ++j) std::memcpy(x0 + size_t(j) * d, x0, d * sizeof(float));
+    for (uint32_t h = 0; h < st.num_pools_; ++h) st.pools_[h]->Add(x0);  // cell 0: x0 (all lanes equal)
   }
 
   for (uint32_t li = 0; li < c.num_layers; ++li) {
@@ -616,6 +617,16 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
         }
       }
       std::memcpy(X, nxp, size_t(n) * d * sizeof(float));
+      if (st.num_pools_) {
+        // Head cell: the mean of the lanes after this layer (SPEC §2).
+        float* mean = s.mean.data();
+        for (uint32_t i = 0; i < d; ++i) {
+          float acc = 0.0f;
+          for (uint32_t j = 0; j < n; ++j) acc += X[j * d + i];
+          mean[i] = acc / static_cast<float>(n);
+        }
+        for (uint32_t h = 0; h < st.num_pools_; ++h) st.pools_[h]->Add(mean);
+      }
     }
   }
 

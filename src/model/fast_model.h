@@ -16,6 +16,7 @@
 #include "base/thread_pool.h"     // ThreadPool
 #include "io/cact_archive.h"      // CactArchive
 #include "kv/window_sink_cache.h" // WindowSinkCache
+#include "model/heads.h"          // ProbePool
 #include "quant/cq_matvec.h"      // CqLevelsQ8, ActivationQ8
 
 namespace needle {
@@ -55,12 +56,21 @@ class DecoderState {
   // Bytes of the cache and every scratch buffer: constant for the state's life.
   uint64_t bytes() const;
 
+  // Probe pools (model/heads.h) that receive every cell of every token fed
+  // from now on; nullptr / 0 detaches them. The pools must outlive their use.
+  void AttachPools(ProbePool* const* pools, uint32_t count) {
+    pools_ = pools;
+    num_pools_ = pools ? count : 0;
+  }
+
  private:
   friend class FastModel;
   DecoderState(const FastModel& model, const DecoderOptions& opt);
   struct Scratch;
   WindowSinkCache cache_;
   std::unique_ptr<Scratch> s_;
+  ProbePool* const* pools_ = nullptr;
+  uint32_t num_pools_ = 0;
 };
 
 class FastModel {

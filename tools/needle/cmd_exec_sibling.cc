@@ -40,5 +40,7 @@ namespace {
 
 int ExecTokenizerTrain(int argc, char** argv) { ExecSibling("needle-tokenizer-train", nullptr, argc, argv); }
 int ExecTrain(int argc, char** argv) { ExecSibling("needle-train", "train", argc, argv); }
+int ExecFinetune(int argc, char** argv) { ExecSibling("needle-train", "finetune", argc, argv); }
+int ExecBuild(int argc, char** argv) { ExecSibling("needle-train", "build", argc, argv); }
 
 }  // namespace needle::cli

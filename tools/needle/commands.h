@@ -9,7 +9,14 @@ int RunInspect(int argc, char** argv);
 int RunBench(int argc, char** argv);
 int RunTrain(int argc, char** argv);   // in needle-train
 int ExecTrain(int argc, char** argv);  // runs needle-train
+int RunFinetune(int argc, char** argv);   // in needle-train
+int ExecFinetune(int argc, char** argv);  // runs needle-train
+int RunBuild(int argc, char** argv);      // in needle-train
+int ExecBuild(int argc, char** argv);     // runs needle-train
 int RunTokenize(int argc, char** argv);
+int RunRun(int argc, char** argv);
+int RunChat(int argc, char** argv);
+int RunEval(int argc, char** argv);
 int RunTokenizerTrain(int argc, char** argv);   // in needle-tokenizer-train
 int ExecTokenizerTrain(int argc, char** argv);  // runs needle-tokenizer-train
 int RunGenerateData(int argc, char** argv);

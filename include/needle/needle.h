@@ -1,0 +1,78 @@
+/* Needle C ABI.
+ *
+ * 1. The drop-in ABI of SPEC §11 (the symbols the published Python package
+ *    loads through ctypes): one process-wide session.
+ *
+ *      needle_init(system, tools_json, tool_index_path)   -> 0, or < 0 on error
+ *      needle_complete(text, max_new_tokens, out, cap)    -> envelope bytes written
+ *                                                            (without the NUL), or < 0
+ *      needle_reset()
+ *      needle_load(blob, size)                            -> 0, or < 0 on error
+ *
+ *    `system` may be NULL/empty, a JSON object of facts (date, locale,
+ *    device, battery, network, location, user, assistant) or rendered
+ *    "key: value" lines. The first needle_complete after needle_init is a
+ *    query; after a `call` envelope the next text is that call's result.
+ *    Without needle_load the library uses $NEEDLE_MODEL, else the model
+ *    embedded at build time.
+ *
+ * 2. A handle-based API: any number of sessions, each with its own tools and
+ *    cache, sharing one mapped model; different sessions may be used from
+ *    different threads at once (one session from one thread at a time).
+ *
+ * Return codes: >= 0 success; NEEDLE_E_* below on failure, with a message
+ * from needle_last_error() (per thread). A model-level failure of a turn
+ * (bad query, invalid call, ...) is not a negative code: it is an envelope
+ * with "type": "error" and a stable "error_code". An output buffer too small
+ * for the envelope returns NEEDLE_E_BUFFER and writes nothing but a NUL at
+ * out[0]; the turn did happen, and needle_last_envelope() returns it.
+ */
+#ifndef NEEDLE_NEEDLE_H_
+#define NEEDLE_NEEDLE_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NEEDLE_E_ARGUMENT (-1) /* NULL or malformed argument (tools JSON, system facts, blob) */
+#define NEEDLE_E_BUFFER (-2)   /* output buffer too small */
+#define NEEDLE_E_MODEL (-3)    /* no model, or a corrupt one */
+#define NEEDLE_E_STATE (-4)    /* used out of order (complete before init) */
+#define NEEDLE_E_INTERNAL (-5)
+
+/* ---- the drop-in ABI (SPEC §11) */
+int needle_init(const char* system, const char* tools_json, const char* tool_index_path);
+int needle_complete(const char* text, int max_new_tokens, char* out, int out_capacity);
+void needle_reset(void);
+int needle_load(const char* blob, uint64_t size);
+
+/* ---- extras */
+const char* needle_last_error(void);                 /* this thread's last failure, "" if none */
+int needle_last_envelope(char* out, int out_capacity); /* the last envelope of the global session */
+const char* needle_version(void);
+
+/* ---- handles */
+typedef struct needle_model needle_model;
+typedef struct needle_session needle_session;
+
+needle_model* needle_model_open(const char* path);                    /* NULL on error */
+needle_model* needle_model_from_blob(const void* blob, uint64_t size); /* copies the bytes */
+needle_model* needle_model_default(void);                             /* $NEEDLE_MODEL or the embedded one */
+void needle_model_free(needle_model* model);                          /* sessions keep it alive */
+
+needle_session* needle_session_new(needle_model* model, const char* system, const char* tools_json,
+                                   const char* tool_index_path); /* NULL on error */
+int needle_session_complete(needle_session* s, const char* text, int max_new_tokens, char* out, int out_capacity);
+int needle_session_pin(needle_session* s, const char* text); /* custom sink span */
+void needle_session_reset(needle_session* s);
+int needle_session_save(needle_session* s, const char* path);
+int needle_session_restore(needle_session* s, const char* path);
+void needle_session_free(needle_session* s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NEEDLE_NEEDLE_H_ */

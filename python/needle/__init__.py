@@ -1,0 +1,148 @@
+"""Needle: a ctypes client for the engine's C ABI (include/needle/needle.h).
+
+The library is found at $NEEDLE_LIB_PATH (the published package's variable),
+else next to this package in a build tree (build/lib/libneedle.so).
+
+    import needle
+    agent = needle.Agent(tools=[...], system={"date": "2026-11-30"})
+    env = agent.complete("turn on the kitchen lights")   # dict: the envelope
+    if env["type"] == "call":
+        env = agent.complete(json.dumps({"ok": True}))     # the call's result
+"""
+import ctypes
+import json
+import os
+
+__all__ = ["Agent", "Session", "Model", "library", "NeedleError"]
+
+_lib = None
+
+
+class NeedleError(RuntimeError):
+    pass
+
+
+def library():
+    """Loads the shared library once and declares the ABI."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = os.environ.get("NEEDLE_LIB_PATH")
+    if not path:
+        here = os.path.dirname(os.path.abspath(__file__))
+        path = os.path.join(here, "..", "..", "build", "lib", "libneedle.so")
+    lib = ctypes.CDLL(path)
+    c_char_p, c_int, c_void_p, c_uint64 = ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64
+    lib.needle_init.argtypes = [c_char_p, c_char_p, c_char_p]
+    lib.needle_init.restype = c_int
+    lib.needle_complete.argtypes = [c_char_p, c_int, ctypes.POINTER(ctypes.c_char), c_int]
+    lib.needle_complete.restype = c_int
+    lib.needle_reset.argtypes = []
+    lib.needle_reset.restype = None
+    lib.needle_load.argtypes = [c_char_p, c_uint64]
+    lib.needle_load.restype = c_int
+    lib.needle_last_error.argtypes = []
+    lib.needle_last_error.restype = c_char_p
+    lib.needle_last_envelope.argtypes = [ctypes.POINTER(ctypes.c_char), c_int]
+    lib.needle_last_envelope.restype = c_int
+    lib.needle_model_open.argtypes = [c_char_p]
+    lib.needle_model_open.restype = c_void_p
+    lib.needle_model_from_blob.argtypes = [c_char_p, c_uint64]
+    lib.needle_model_from_blob.restype = c_void_p
+    lib.needle_model_default.argtypes = []
+    lib.needle_model_default.restype = c_void_p
+    lib.needle_model_free.argtypes = [c_void_p]
+    lib.needle_model_free.restype = None
+    lib.needle_session_new.argtypes = [c_void_p, c_char_p, c_char_p, c_char_p]
+    lib.needle_session_new.restype = c_void_p
+    lib.needle_session_complete.argtypes = [c_void_p, c_char_p, c_int, ctypes.POINTER(ctypes.c_char), c_int]
+    lib.needle_session_complete.restype = c_int
+    lib.needle_session_reset.argtypes = [c_void_p]
+    lib.needle_session_reset.restype = None
+    lib.needle_session_free.argtypes = [c_void_p]
+    lib.needle_session_free.restype = None
+    _lib = lib
+    return lib
+
+
+def _error(what, code):
+    msg = library().needle_last_error().decode("utf-8", "replace")
+    return NeedleError(f"{what} failed ({code}): {msg}")
+
+
+def _enc(x):
+    if x is None:
+        return None
+    if not isinstance(x, str):
+        x = json.dumps(x, ensure_ascii=False, separators=(",", ":"))
+    return x.encode("utf-8")
+
+
+_OUT = 1 << 16
+
+
+class Agent:
+    """The process-wide session of the drop-in ABI (needle_init / needle_complete)."""
+
+    def __init__(self, tools, system=None, tool_index_path=None, model_bytes=None):
+        lib = library()
+        if model_bytes is not None:
+            rc = lib.needle_load(model_bytes, len(model_bytes))
+            if rc != 0:
+                raise _error("needle_load", rc)
+        rc = lib.needle_init(_enc(system), _enc(tools), _enc(tool_index_path))
+        if rc < 0:
+            raise _error("needle_init", rc)
+
+    def complete(self, text, max_new_tokens=256):
+        buf = ctypes.create_string_buffer(_OUT)
+        n = library().needle_complete(_enc(text), max_new_tokens, buf, _OUT)
+        if n < 0:
+            raise _error("needle_complete", n)
+        return json.loads(buf.raw[:n].decode("utf-8"))
+
+    def reset(self):
+        library().needle_reset()
+
+
+class Model:
+    def __init__(self, path=None, blob=None):
+        lib = library()
+        if blob is not None:
+            self._h = lib.needle_model_from_blob(blob, len(blob))
+        elif path is not None:
+            self._h = lib.needle_model_open(_enc(path))
+        else:
+            self._h = lib.needle_model_default()
+        if not self._h:
+            raise _error("model", 0)
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            library().needle_model_free(self._h)
+            self._h = None
+
+
+class Session:
+    """An independent session (own tools and cache) on a shared Model."""
+
+    def __init__(self, model, tools, system=None, tool_index_path=None):
+        self._model = model  # keeps the handle alive
+        self._h = library().needle_session_new(model._h, _enc(system), _enc(tools), _enc(tool_index_path))
+        if not self._h:
+            raise _error("needle_session_new", 0)
+
+    def complete(self, text, max_new_tokens=256):
+        buf = ctypes.create_string_buffer(_OUT)
+        n = library().needle_session_complete(self._h, _enc(text), max_new_tokens, buf, _OUT)
+        if n < 0:
+            raise _error("needle_session_complete", n)
+        return json.loads(buf.raw[:n].decode("utf-8"))
+
+    def reset(self):
+        library().needle_session_reset(self._h)
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            library().needle_session_free(self._h)
+            self._h = None

@@ -1,0 +1,70 @@
+#include "agent/envelope.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace needle {
+
+const char* EnvelopeTypeName(EnvelopeType t) {
+  switch (t) {
+    case EnvelopeType::kCall: return "call";
+    case EnvelopeType::kRefuse: return "refuse";
+    case EnvelopeType::kRespond: return "respond";
+    case EnvelopeType::kError: return "error";
+  }
+  return "error";
+}
+
+namespace {
+// Speeds and memory as plain numbers with a sensible precision.
+double Round(double x, double scale) { return std::isfinite(x) ? std::round(x * scale) / scale : 0.0; }
+}  // namespace
+
+nlohmann::ordered_json Envelope::ToJson() const {
+  nlohmann::ordered_json j;
+  j["type"] = EnvelopeTypeName(type);
+  j["success"] = success();
+  j["error"] = error.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(error);
+  j["error_code"] = error_code.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(error_code);
+  j["function_calls"] = function_calls;
+  j["reasoning"] = reasoning;
+  j["confidence"] = confidence ? nlohmann::ordered_json(Round(*confidence, 1e4)) : nlohmann::ordered_json();
+  j["prefill_tps"] = Round(prefill_tps, 10);
+  j["decode_tps"] = Round(decode_tps, 10);
+  j["peak_ram_mb"] = Round(peak_ram_mb, 10);
+  if (results) j["results"] = *results;
+  if (!warnings.empty()) j["warnings"] = warnings;
+  return j;
+}
+
+std::string Envelope::Dump() const {
+  return ToJson().dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+Envelope ErrorEnvelope(ErrorCode code, const std::string& message) {
+  Envelope e;
+  e.type = EnvelopeType::kError;
+  e.error = message;
+  e.error_code = ErrorCodeName(code);
+  e.peak_ram_mb = PeakRssMb();
+  return e;
+}
+
+double PeakRssMb() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0.0;
+  char line[256];
+  double mb = 0.0;
+  while (std::fgets(line, sizeof line, f)) {
+    if (!std::strncmp(line, "VmHWM:", 6)) {
+      mb = std::strtod(line + 6, nullptr) / 1024.0;
+      break;
+    }
+  }
+  std::fclose(f);
+  return mb;
+}
+
+}  // namespace needle

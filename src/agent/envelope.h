@@ -1,0 +1,47 @@
+// The envelope of SPEC §10: one JSON object per turn.
+//
+//   {"type": "call" | "refuse" | "respond" | "error",
+//    "success": bool, "error": null | "message", "error_code": null | "code",
+//    "function_calls": [{"name", "arguments"}], "reasoning": "...",
+//    "confidence": 0..1 | null, "prefill_tps", "decode_tps", "peak_ram_mb"}
+//
+// plus, only when present: "results" (run(): every executed call with its
+// result) and "warnings" (schema keywords ignored by the grammar, SPEC §9).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"  // ErrorCode
+
+namespace needle {
+
+enum class EnvelopeType { kCall, kRefuse, kRespond, kError };
+const char* EnvelopeTypeName(EnvelopeType t);  // "call", ...
+
+struct Envelope {
+  EnvelopeType type = EnvelopeType::kError;
+  std::string error;       // empty = null
+  std::string error_code;  // empty = null; ErrorCodeName values
+  nlohmann::ordered_json function_calls = nlohmann::ordered_json::array();
+  std::string reasoning;
+  std::optional<double> confidence;
+  double prefill_tps = 0, decode_tps = 0, peak_ram_mb = 0;
+  std::optional<nlohmann::ordered_json> results;
+  std::vector<std::string> warnings;
+
+  bool success() const { return type != EnvelopeType::kError; }
+  nlohmann::ordered_json ToJson() const;
+  // Compact JSON; invalid UTF-8 in generated text is replaced by U+FFFD, never an exception.
+  std::string Dump() const;
+};
+
+Envelope ErrorEnvelope(ErrorCode code, const std::string& message);
+
+// Peak resident memory of the process (VmHWM) in MB, 0 when unknown.
+double PeakRssMb();
+
+}  // namespace needle

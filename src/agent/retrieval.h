@@ -1,0 +1,44 @@
+// Tool retrieval (SPEC §10): tool schemas embedded once by the contrastive
+// head, queries embedded per turn, cosine similarity ranks the tools.
+//
+// What is embedded (the trainer's contrastive stage uses the same texts):
+// a query is BOS + its text; a tool is BOS + its compact JSON (RenderToolsJson
+// of that one tool, without the array brackets). Each is fed through the
+// model on its own (no sinks) and pooled by the head's probes.
+//
+// The index persists embeddings keyed by a fingerprint of (tool JSON, model),
+// so a changed schema or another model re-embeds only what changed. File:
+// JSON {"format": "needle-tool-index", "version": 1, "dim": D,
+//       "entries": {"<16 hex digits>": [D floats], ...}}.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace needle {
+
+std::string RetrievalToolText(std::string_view tool_json);  // the compact JSON of one tool
+uint64_t ToolFingerprint(std::string_view tool_json, uint64_t model_fingerprint);
+
+class ToolIndex {
+ public:
+  // Reads the file if it exists (a missing file is an empty index; a corrupt
+  // one is an Error(kInvalidJson) naming it).
+  void Load(const std::string& path, uint32_t dim);
+  void Save(const std::string& path) const;  // atomic replace
+
+  const std::vector<float>* Find(uint64_t key) const;
+  void Put(uint64_t key, std::vector<float> embedding);
+  size_t size() const { return entries_.size(); }
+  bool dirty() const { return dirty_; }
+
+ private:
+  uint32_t dim_ = 0;
+  std::unordered_map<uint64_t, std::vector<float>> entries_;
+  bool dirty_ = false;
+};
+
+}  // namespace needle

@@ -1,0 +1,507 @@
+#include "agent/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "base/error.h"
+#include "grammar/validate.h"
+#include "io/cact_archive.h"     // WriteFileAtomically
+#include "io/tokenizer_blob.h"   // fixed marker ids
+#include "text/prompt.h"
+
+namespace needle {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+bool MaskHas(const uint32_t* m, int32_t id) { return (m[size_t(id) >> 5] >> (id & 31)) & 1u; }
+void MaskSet(uint32_t* m, int32_t id) { m[size_t(id) >> 5] |= 1u << (id & 31); }
+
+nlohmann::ordered_json ToolsArray(const nlohmann::ordered_json& tools) {
+  if (tools.is_object() && tools.contains("tools")) return tools["tools"];
+  return tools;
+}
+
+}  // namespace
+
+Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : model_(std::move(model)), opt_(options) {
+  if (!model_) throw Error(ErrorCode::kNoModel, "session: no model");
+  if (opt_.threads > 1) pool_ = std::make_unique<ThreadPool>(opt_.threads);
+  const Tokenizer& tok = model_->tokenizer();
+  const int32_t V = static_cast<int32_t>(model_->config().vocab_size);
+  logits_.assign(size_t(V), 0.0f);
+  mask_.assign(model_->trie()->mask_words(), 0);
+  // Free reasoning may use any text token, and </think> to stop: no control
+  // pieces, no other chat marker (they would break the turn structure).
+  text_mask_.assign(model_->trie()->mask_words(), 0);
+  for (int32_t id = 0; id < std::min(V, tok.vocab_size()); ++id) {
+    const PieceType t = tok.Type(id);
+    if (t == PieceType::kControl || t == PieceType::kUnknown) continue;
+    if (id >= int32_t(kImStartId) && id <= int32_t(kToolResultEndId) && id != int32_t(kThinkEndId)) continue;
+    if (tok.TokenBytes(id).empty() && id != int32_t(kThinkEndId)) continue;
+    MaskSet(text_mask_.data(), id);
+  }
+  if (const HeadWeights* c = model_->confidence()) {
+    confidence_pool_ = ProbePool(*c);
+    confidence_at_sinks_ = ProbePool(*c);
+  }
+  if (const HeadWeights* c = model_->contrastive()) {
+    contrastive_pool_ = ProbePool(*c);
+    index_.Load(opt_.tool_index_path, c->out);
+  }
+  SetTools(nlohmann::ordered_json::array());
+}
+
+Session::~Session() = default;
+
+void Session::SetToolsJson(std::string_view tools_json) {
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(tools_json);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::kInvalidJson, std::string("tools: not valid JSON: ") + e.what());
+  }
+  SetTools(j);
+}
+
+void Session::SetTools(const nlohmann::ordered_json& tools_in) {
+  const nlohmann::ordered_json tools = ToolsArray(tools_in);
+  if (!tools.is_array()) throw Error(ErrorCode::kInvalidArgument, "tools: expected a JSON array of tool schemas");
+  RenderToolsJson(tools);  // validates names/shape with the prompt's rules
+  auto grammar = grammar::ToolGrammar::Compile(nlohmann::json::parse(tools.dump()));
+  tools_ = tools;
+  grammar_ = std::move(grammar);
+  warnings_ = grammar_->warnings();
+  matcher_ = std::make_unique<grammar::GrammarMatcher>(grammar_, model_->trie());
+  sinks_dirty_ = true;
+  active_.clear();
+}
+
+void Session::SetSystem(const nlohmann::ordered_json& facts) {
+  RenderSystemFacts(facts);  // validates the keys
+  facts_ = facts;
+  sinks_dirty_ = true;
+}
+
+void Session::PinSpan(std::string_view text) {
+  pins_.emplace_back(text);
+  sinks_dirty_ = true;
+}
+
+void Session::ClearPins() {
+  pins_.clear();
+  sinks_dirty_ = true;
+}
+
+void Session::Bind(const std::string& tool_name, ToolFn fn) { callbacks_[tool_name] = std::move(fn); }
+
+void Session::AddTool(const nlohmann::ordered_json& schema, ToolFn fn) {
+  if (!schema.is_object() || !schema.contains("name") || !schema["name"].is_string()) {
+    throw Error(ErrorCode::kInvalidArgument, "AddTool: expected a schema object with a string \"name\"");
+  }
+  nlohmann::ordered_json tools = tools_;
+  tools.push_back(schema);
+  SetTools(tools);
+  Bind(schema["name"].get<std::string>(), std::move(fn));
+}
+
+uint64_t Session::state_bytes() const { return state_ ? state_->bytes() : 0; }
+
+void Session::Feed(std::span<const int32_t> ids, bool want_logits) {
+  if (ids.empty()) return;
+  model_->fast().Forward(*state_, ids, want_logits ? logits_.data() : nullptr, false, pool_.get());
+}
+
+int32_t Session::Argmax(const uint32_t* allowed) const {
+  int32_t best = -1;
+  float best_v = -INFINITY;
+  const size_t words = mask_.size();
+  for (size_t w = 0; w < words; ++w) {
+    uint32_t bits = allowed[w];
+    while (bits) {
+      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
+      bits &= bits - 1;
+      if (size_t(id) < logits_.size() && logits_[size_t(id)] > best_v) best_v = logits_[size_t(id)], best = id;
+    }
+  }
+  return best;
+}
+
+std::vector<uint32_t> Session::SelectTools(std::string_view query) {
+  const uint32_t n = static_cast<uint32_t>(tools_.size());
+  std::vector<uint32_t> all(n);
+  for (uint32_t i = 0; i < n; ++i) all[i] = i;
+  if (n <= opt_.retrieval_top_k) return all;
+  const HeadWeights* head = model_->contrastive();
+  if (!head) {
+    const std::string w = "retrieval: the model has no contrastive head; all " + std::to_string(n) + " tools are in the context";
+    if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(w);
+    return all;
+  }
+  const Tokenizer& tok = model_->tokenizer();
+  if (!embed_state_) embed_state_ = model_->fast().NewState({0, opt_.window, 32, false});
+  ProbePool* pools[1] = {&contrastive_pool_};
+  auto embed = [&](std::string_view text) {
+    std::vector<int32_t> ids{tok.bos_id()};
+    std::vector<int32_t> body = tok.Encode(text);
+    if (body.size() > opt_.max_input_tokens) body.resize(opt_.max_input_tokens);
+    ids.insert(ids.end(), body.begin(), body.end());
+    embed_state_->cache().ResetToSinks();
+    contrastive_pool_.Reset();
+    embed_state_->AttachPools(pools, 1);
+    model_->fast().Forward(*embed_state_, ids, nullptr, false, pool_.get());
+    embed_state_->AttachPools(nullptr, 0);
+    std::vector<float> v(head->out);
+    contrastive_pool_.Output(v.data());
+    NormalizeEmbedding(v.data(), head->out);
+    return v;
+  };
+  std::vector<std::vector<float>> tool_vecs(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const std::string text = RetrievalToolText(tools_[i].dump());
+    const uint64_t key = ToolFingerprint(text, model_->fingerprint());
+    if (const auto* v = index_.Find(key)) {
+      tool_vecs[i] = *v;
+    } else {
+      tool_vecs[i] = embed(text);
+      index_.Put(key, tool_vecs[i]);
+    }
+  }
+  if (index_.dirty() && !opt_.tool_index_path.empty()) index_.Save(opt_.tool_index_path);
+  const std::vector<float> q = embed(query);
+  std::vector<std::pair<float, uint32_t>> scored(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    float s = 0;
+    for (uint32_t k = 0; k < head->out; ++k) s += q[k] * tool_vecs[i][k];
+    scored[i] = {s, i};
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<uint32_t> top;
+  for (uint32_t i = 0; i < opt_.retrieval_top_k; ++i) top.push_back(scored[i].second);
+  std::sort(top.begin(), top.end());  // declaration order in the prompt
+  return top;
+}
+
+void Session::PrepareSinks(std::string_view query, double* prefill_seconds, uint64_t* prefill_tokens) {
+  std::vector<uint32_t> selection = SelectTools(query);
+  if (state_ && !sinks_dirty_ && selection == active_) return;
+  const auto t0 = Clock::now();
+  std::string facts = RenderSystemFacts(facts_);
+  for (const std::string& pin : pins_) facts.append(facts.empty() ? "" : "\n").append(pin);
+  nlohmann::ordered_json chosen = nlohmann::ordered_json::array();
+  for (uint32_t i : selection) chosen.push_back(tools_[i]);
+  const PromptEncoder enc(model_->tokenizer());
+  EncodedPrompt p;
+  enc.BeginSession(p, facts, RenderToolsJson(chosen));
+  state_.reset();  // the old cache goes before the new one is allocated
+  state_ = model_->fast().NewState({p.sink_length, opt_.window, 32, false});
+  ProbePool* pools[1] = {&confidence_pool_};
+  if (model_->confidence()) {
+    confidence_pool_.Reset();
+    state_->AttachPools(pools, 1);
+  }
+  Feed(p.ids, false);
+  state_->AttachPools(nullptr, 0);
+  if (model_->confidence()) confidence_at_sinks_ = confidence_pool_;
+  active_ = std::move(selection);
+  if (active_.size() == tools_.size()) {
+    matcher_->AllowAllTools();
+  } else {
+    matcher_->RestrictTools(active_);
+  }
+  sinks_dirty_ = false;
+  turns_ = 0;
+  *prefill_seconds += Since(t0);
+  *prefill_tokens += p.ids.size();
+}
+
+Envelope Session::Complete(std::string_view text, uint32_t max_new_tokens) {
+  return last_type_ == EnvelopeType::kCall ? ToolResult(text, max_new_tokens) : Query(text, max_new_tokens);
+}
+
+Envelope Session::Query(std::string_view query, uint32_t max_new_tokens) { return Turn(TurnKind::kQuery, query, max_new_tokens); }
+
+Envelope Session::ToolResult(std::string_view result_json, uint32_t max_new_tokens) {
+  return Turn(TurnKind::kToolResult, result_json, max_new_tokens);
+}
+
+Envelope Session::Turn(TurnKind kind, std::string_view text, uint32_t max_new_tokens) {
+  try {
+    return TurnOrThrow(kind, text, max_new_tokens);
+  } catch (const Error& e) {
+    last_type_ = EnvelopeType::kError;
+    return ErrorEnvelope(e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    last_type_ = EnvelopeType::kError;
+    return ErrorEnvelope(ErrorCode::kBudget, "out of memory");
+  } catch (const std::exception& e) {
+    last_type_ = EnvelopeType::kError;
+    return ErrorEnvelope(ErrorCode::kInternal, e.what());
+  }
+}
+
+Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max_new_tokens) {
+  const Tokenizer& tok = model_->tokenizer();
+  const uint32_t call_budget = max_new_tokens ? max_new_tokens : opt_.max_new_tokens;
+  double prefill_s = 0, decode_s = 0;
+  uint64_t prefill_n = 0, decode_n = 0;
+
+  // ---- the turn's context
+  std::string turn_text;
+  if (kind == TurnKind::kQuery) {
+    PrepareSinks(text, &prefill_s, &prefill_n);
+    turn_text = turns_ == 0 ? FirstQueryText(text) : UserTurnText(text);
+  } else {
+    if (!state_ || sinks_dirty_ || turns_ == 0) {
+      throw Error(ErrorCode::kInvalidState, "a tool result needs a previous call in this session (send a query first)");
+    }
+    // Results are rendered compactly as in training; text that is not JSON becomes a JSON string.
+    std::string rendered;
+    try {
+      rendered = nlohmann::ordered_json::parse(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    } catch (const nlohmann::json::exception&) {
+      rendered = nlohmann::ordered_json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    turn_text = ToolResultTurnText(rendered);
+  }
+  std::vector<int32_t> ids;
+  tok.EncodeContinuation(turn_text, ids);
+  if (ids.size() > opt_.max_input_tokens) {
+    throw Error(ErrorCode::kBudget, "the input has " + std::to_string(ids.size()) + " tokens, more than max_input_tokens (" +
+                                        std::to_string(opt_.max_input_tokens) + ")");
+  }
+  ids.push_back(int32_t(kThinkId));
+
+  const bool scored = model_->confidence() != nullptr;
+  ProbePool* pools[1] = {&confidence_pool_};
+  if (scored) {
+    confidence_pool_ = confidence_at_sinks_;  // the head scores the sink block plus this turn
+    state_->AttachPools(pools, 1);
+  }
+  auto t = Clock::now();
+  Feed(ids, true);
+  prefill_s += Since(t);
+  prefill_n += ids.size();
+
+  // ---- free reasoning
+  t = Clock::now();
+  std::vector<int32_t> think;
+  int32_t next = -1;
+  for (uint32_t i = 0; i < opt_.max_think_tokens; ++i) {
+    next = Argmax(text_mask_.data());
+    if (next < 0 || next == int32_t(kThinkEndId)) break;
+    think.push_back(next);
+    Feed(std::span<const int32_t>(&next, 1), true);
+    ++decode_n;
+  }
+  // </think>, the newline and <tool_call> exactly as the training target spells them.
+  std::vector<int32_t> bridge{int32_t(kThinkEndId)};
+  tok.EncodeContinuation("\n", bridge);
+  bridge.push_back(int32_t(kToolCallId));
+  Feed(bridge, true);
+
+  // ---- the constrained call
+  matcher_->Reset();
+  std::vector<int32_t> call;
+  double log_p = 0.0;
+  bool truncated = false;
+  for (;;) {
+    const bool can_close = matcher_->ComputeMask(mask_.data());
+    if (call.size() >= call_budget) {
+      truncated = !can_close;
+      break;
+    }
+    const int32_t id = Argmax(mask_.data());
+    if (id < 0) throw Error(ErrorCode::kInternal, "grammar: no allowed token");
+    // P(chosen) under the masked distribution = 1 / sum exp(l - l_max).
+    double z = 0.0;
+    const float top = logits_[size_t(id)];
+    for (size_t w = 0; w < mask_.size(); ++w) {
+      for (uint32_t bits = mask_[w]; bits; bits &= bits - 1) {
+        const size_t j = w * 32 + __builtin_ctz(bits);
+        if (j < logits_.size()) z += std::exp(double(logits_[j]) - top);
+      }
+    }
+    log_p -= std::log(z);
+    if (id == int32_t(kToolCallEndId)) break;
+    if (!matcher_->AcceptToken(id)) throw Error(ErrorCode::kInternal, "grammar: an allowed token was rejected");
+    call.push_back(id);
+    Feed(std::span<const int32_t>(&id, 1), true);
+    ++decode_n;
+  }
+  if (truncated) {
+    // Out of budget mid-call: the grammar's shortest valid ending, byte-exact.
+    std::string rest;
+    if (!matcher_->CompletionBytes(&rest)) throw Error(ErrorCode::kInternal, "grammar: no completion");
+    std::vector<int32_t> tail;
+    tok.EncodeContinuation(rest, tail);
+    for (int32_t id : tail) {
+      if (!matcher_->AcceptToken(id)) throw Error(ErrorCode::kInternal, "grammar: completion token rejected");
+      call.push_back(id);
+    }
+    Feed(tail, false);
+  }
+  std::vector<int32_t> closing{int32_t(kToolCallEndId), int32_t(kImEndId), tok.eos_id()};
+  Feed(closing, false);
+  decode_s += Since(t);
+  state_->AttachPools(nullptr, 0);
+
+  // ---- the envelope
+  std::string call_text, reasoning;
+  for (int32_t id : call) call_text.append(tok.TokenBytes(id));
+  for (int32_t id : think) reasoning.append(tok.TokenBytes(id));
+  ++turns_;
+  Envelope env;
+  env.reasoning = reasoning;
+  env.warnings = warnings_;
+  if (truncated) env.warnings.push_back("the call reached max_new_tokens (" + std::to_string(call_budget) + ") and was completed by the grammar");
+  env.prefill_tps = prefill_s > 0 ? double(prefill_n) / prefill_s : 0.0;
+  env.decode_tps = decode_s > 0 ? double(decode_n) / decode_s : 0.0;
+  env.peak_ram_mb = PeakRssMb();
+  if (const auto bad = grammar::ValidateCall(call_text, *grammar_)) {
+    last_type_ = EnvelopeType::kError;
+    Envelope err = ErrorEnvelope(ErrorCode::kInvalidCall, "the generated call fails its schema: " + bad->message);
+    err.reasoning = env.reasoning;
+    err.function_calls = nlohmann::ordered_json::parse(call_text, nullptr, false);
+    if (err.function_calls.is_discarded()) err.function_calls = nlohmann::ordered_json::array();
+    err.prefill_tps = env.prefill_tps, err.decode_tps = env.decode_tps;
+    return err;
+  }
+  env.function_calls = nlohmann::ordered_json::parse(call_text);
+  if (!env.function_calls.empty()) {
+    env.type = EnvelopeType::kCall;
+  } else {
+    env.type = kind == TurnKind::kQuery ? EnvelopeType::kRefuse : EnvelopeType::kRespond;
+  }
+  if (scored) {
+    float logit = 0.0f;
+    confidence_pool_.Output(&logit);
+    const double head = 1.0 / (1.0 + std::exp(-double(logit)));
+    env.confidence = std::min(head, std::exp(log_p));
+  }
+  last_type_ = env.type;
+  return env;
+}
+
+void Session::Reset() {
+  if (state_) state_->cache().ResetToSinks();
+  turns_ = 0;
+  last_type_ = EnvelopeType::kRefuse;
+}
+
+Envelope Session::Run(std::string_view query, uint32_t max_steps, uint32_t max_new_tokens) {
+  nlohmann::ordered_json executed = nlohmann::ordered_json::array();
+  Envelope env = Query(query, max_new_tokens);
+  for (uint32_t step = 0; env.type == EnvelopeType::kCall && step < max_steps; ++step) {
+    nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    for (const auto& c : env.function_calls) {
+      const std::string name = c["name"].get<std::string>();
+      const auto it = callbacks_.find(name);
+      if (it == callbacks_.end()) {
+        Envelope err = ErrorEnvelope(ErrorCode::kInvalidState, "run: no callback bound for tool '" + name + "'");
+        err.results = executed;
+        return err;
+      }
+      nlohmann::ordered_json r;
+      try {
+        r = it->second(c["arguments"]);
+      } catch (const std::exception& e) {
+        r = {{"error", e.what()}};  // the model sees the failure as the tool's result
+      }
+      executed.push_back({{"name", name}, {"arguments", c["arguments"]}, {"result", r}});
+      results.push_back(std::move(r));
+    }
+    const nlohmann::ordered_json fed = results.size() == 1 ? results[0] : results;
+    env = ToolResult(fed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), max_new_tokens);
+  }
+  env.results = executed;
+  return env;
+}
+
+// ---- persistence
+
+namespace {
+constexpr char kSessionMagic[8] = {'N', 'E', 'E', 'D', 'L', 'E', 'S', '1'};
+}
+
+void Session::Save(const std::string& path) const {
+  nlohmann::ordered_json head = {{"model", model_->fingerprint()}, {"tools", tools_}, {"system", facts_},
+                                 {"pins", pins_},    {"active", active_}, {"turns", turns_},
+                                 {"last_type", int(last_type_)}, {"has_state", state_ != nullptr && !sinks_dirty_},
+                                 {"sink_length", state_ ? state_->sink_length() : 0}, {"window", opt_.window}};
+  const std::string h = head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out(kSessionMagic, sizeof kSessionMagic);
+  const uint64_t hn = h.size();
+  out.append(reinterpret_cast<const char*>(&hn), sizeof hn).append(h);
+  if (state_ && !sinks_dirty_) {
+    state_->cache().Serialize(out);
+    if (model_->confidence()) confidence_at_sinks_.Serialize(out);
+  }
+  WriteFileAtomically(path, {reinterpret_cast<const uint8_t*>(out.data()), out.size()});
+}
+
+void Session::Restore(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, "session: cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string data = ss.str();
+  std::string_view v = data;
+  uint64_t hn = 0;
+  if (v.size() < sizeof kSessionMagic + sizeof hn || std::memcmp(v.data(), kSessionMagic, sizeof kSessionMagic) != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "session: '" + path + "' is not a saved needle session");
+  }
+  v.remove_prefix(sizeof kSessionMagic);
+  std::memcpy(&hn, v.data(), sizeof hn);
+  v.remove_prefix(sizeof hn);
+  if (hn > v.size()) throw Error(ErrorCode::kInvalidArgument, "session: truncated header in '" + path + "'");
+  const auto head = nlohmann::ordered_json::parse(v.substr(0, hn), nullptr, false);
+  v.remove_prefix(hn);
+  if (head.is_discarded() || !head.is_object()) throw Error(ErrorCode::kInvalidArgument, "session: corrupt header in '" + path + "'");
+  if (head.value("model", uint64_t(0)) != model_->fingerprint()) {
+    throw Error(ErrorCode::kInvalidArgument, "session: '" + path + "' was saved with another model");
+  }
+  // Rebuild the setup, then the cache exactly as it was.
+  SetTools(head["tools"]);
+  SetSystem(head["system"]);
+  pins_ = head["pins"].get<std::vector<std::string>>();
+  opt_.window = head.value("window", 0u);
+  state_.reset();
+  sinks_dirty_ = true;
+  if (head.value("has_state", false)) {
+    state_ = model_->fast().NewState({head.value("sink_length", 0u), opt_.window, 32, false});
+    state_->cache().Restore(v);
+    if (model_->confidence()) confidence_at_sinks_.Restore(v);
+    active_ = head["active"].get<std::vector<uint32_t>>();
+    for (uint32_t i : active_) {
+      if (i >= tools_.size()) throw Error(ErrorCode::kInvalidArgument, "session: active tool index out of range");
+    }
+    if (active_.size() == tools_.size()) {
+      matcher_->AllowAllTools();
+    } else {
+      matcher_->RestrictTools(active_);
+    }
+    sinks_dirty_ = false;
+  }
+  turns_ = head.value("turns", 0u);
+  last_type_ = static_cast<EnvelopeType>(std::clamp(head.value("last_type", 1), 0, 3));
+}
+
+Envelope Extract(std::shared_ptr<const Model> model, std::string_view text, const nlohmann::ordered_json& schema,
+                 const SessionOptions& options) {
+  try {
+    Session s(std::move(model), options);
+    s.SetTools(nlohmann::ordered_json::array(
+        {{{"name", "extract"}, {"description", "Extract the fields of this record from the text"}, {"parameters", schema}}}));
+    return s.Query(text);
+  } catch (const Error& e) {
+    return ErrorEnvelope(e.code(), e.what());
+  }
+}
+
+}  // namespace needle

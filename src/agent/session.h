@@ -1,0 +1,141 @@
+// A conversation with a model (SPEC §8–10): tools pinned as KV sinks, turns
+// of user queries and tool results on one bounded cache, free reasoning then
+// a grammar-constrained call, and the envelope.
+//
+// Per turn:
+//   context  = the turn text (first query | tool result | follow-up query), then <think>
+//   think    = greedy free text, at most max_think_tokens, closed by </think>
+//   "\n<tool_call>" forced, then the call: greedy under the grammar mask
+//              (tool names limited to the retrieved tools), at most
+//              max_new_tokens, completed by the grammar if the budget runs out
+//   closing  = </tool_call><|im_end|> EOS fed, exactly as in training
+// The call is post-checked (grammar/validate.h); a violation is an error
+// envelope (invalid_call), never a silently passed call.
+//
+// Memory: the cache holds the sink block plus a window of W positions; the
+// session's buffers are sized when the sinks are built and the decode loop
+// allocates nothing. A Session is not thread-safe; sessions sharing a Model
+// may run on different threads at once.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/envelope.h"
+#include "agent/model.h"
+#include "agent/retrieval.h"
+#include "base/thread_pool.h"
+#include "grammar/matcher.h"
+
+namespace needle {
+
+struct SessionOptions {
+  uint32_t threads = 1;             // compute threads of this session
+  uint32_t max_think_tokens = 64;   // reasoning budget per turn
+  uint32_t max_new_tokens = 256;    // call budget per turn (complete()'s default)
+  uint32_t max_input_tokens = 4096; // one turn's text (query or tool result)
+  uint32_t retrieval_top_k = 5;     // more declared tools than this: retrieval picks this many per query
+  std::string tool_index_path;      // optional persistent embeddings (retrieval)
+  uint32_t window = 0;              // 0: the archive's effective window
+};
+
+class Session {
+ public:
+  explicit Session(std::shared_ptr<const Model> model, SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // ---- setup (throw Error naming the problem; the session keeps its previous setup)
+  // Tools: a JSON array of {"name", "description"?, "parameters"} (or {"tools": [...]}).
+  void SetTools(const nlohmann::ordered_json& tools);
+  void SetToolsJson(std::string_view tools_json);
+  // System facts (SPEC §10 keys) as an object, or a rendered string; null clears.
+  void SetSystem(const nlohmann::ordered_json& facts);
+  // Custom sinks: pins extra text (e.g. a user profile) in the sink block,
+  // after the system facts; it stays visible for the whole session. The sink
+  // block must fit the KV budget beside the window.
+  void PinSpan(std::string_view text);
+  void ClearPins();
+
+  // ---- turns (never throw: failures are error envelopes)
+  // The C ABI's rule (SPEC §11): after a `call` envelope the text is that
+  // call's result (JSON); otherwise it is a new user query.
+  Envelope Complete(std::string_view text, uint32_t max_new_tokens = 0);
+  Envelope Query(std::string_view query, uint32_t max_new_tokens = 0);
+  Envelope ToolResult(std::string_view result_json, uint32_t max_new_tokens = 0);
+  // Drops the conversation; tools, facts, pins and the sink cache stay.
+  void Reset();
+
+  // ---- run(): executes calls through callbacks until respond/refuse or max_steps
+  using ToolFn = std::function<nlohmann::ordered_json(const nlohmann::ordered_json& arguments)>;
+  void Bind(const std::string& tool_name, ToolFn fn);
+  // A tool from a C++ callable: declares it (appended to the tools) and binds it.
+  void AddTool(const nlohmann::ordered_json& schema, ToolFn fn);
+  Envelope Run(std::string_view query, uint32_t max_steps = 4, uint32_t max_new_tokens = 0);
+
+  // ---- persistence: the whole session, cache included (same model required)
+  void Save(const std::string& path) const;
+  void Restore(const std::string& path);
+
+  const nlohmann::ordered_json& tools() const { return tools_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  EnvelopeType last_type() const { return last_type_; }
+  // Tools in the context now (indices into tools()).
+  const std::vector<uint32_t>& active_tools() const { return active_; }
+  // Bytes of the cache and scratch (constant while the sinks stay the same).
+  uint64_t state_bytes() const;
+  const Model& model() const { return *model_; }
+
+ private:
+  enum class TurnKind { kQuery, kToolResult };
+  Envelope Turn(TurnKind kind, std::string_view text, uint32_t max_new_tokens);
+  Envelope TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max_new_tokens);
+  // Picks the tools for a query (retrieval above top_k) and (re)builds the
+  // sink block when the selection or setup changed.
+  void PrepareSinks(std::string_view query, double* prefill_seconds, uint64_t* prefill_tokens);
+  std::vector<uint32_t> SelectTools(std::string_view query);
+  void Feed(std::span<const int32_t> ids, bool want_logits);
+  int32_t Argmax(const uint32_t* allowed) const;
+
+  std::shared_ptr<const Model> model_;
+  SessionOptions opt_;
+  std::unique_ptr<ThreadPool> pool_;
+
+  nlohmann::ordered_json tools_ = nlohmann::ordered_json::array();
+  nlohmann::ordered_json facts_;
+  std::vector<std::string> pins_;
+  std::vector<std::string> warnings_;
+  std::shared_ptr<const grammar::ToolGrammar> grammar_;
+  std::unique_ptr<grammar::GrammarMatcher> matcher_;
+  std::map<std::string, ToolFn> callbacks_;
+  ToolIndex index_;
+
+  // Cache and per-turn state.
+  std::unique_ptr<DecoderState> state_;
+  bool sinks_dirty_ = true;         // setup changed since the sinks were built
+  std::vector<uint32_t> active_;    // tools in the sink block
+  uint32_t turns_ = 0;              // turns since the sinks (0: next query is the first)
+  EnvelopeType last_type_ = EnvelopeType::kRefuse;
+  std::unique_ptr<DecoderState> embed_state_;  // retrieval embeddings (no sinks)
+  ProbePool confidence_pool_, confidence_at_sinks_, contrastive_pool_;
+
+  // Decode buffers, sized once per model.
+  std::vector<float> logits_;
+  std::vector<uint32_t> mask_, text_mask_;
+};
+
+// extract(text, schema): a one-tool session whose only tool has `schema` as
+// its parameters; the envelope's single call carries the record.
+Envelope Extract(std::shared_ptr<const Model> model, std::string_view text, const nlohmann::ordered_json& schema,
+                 const SessionOptions& options = {});
+
+}  // namespace needle

@@ -1,0 +1,301 @@
+// The agent on small random-weight models: the calls are nonsense but always
+// valid (the grammar), envelopes always well formed, sessions bounded and
+// deterministic, and every kind of bad input an error envelope or Error.
+#include "agent/session.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "agent/testing/agent_archives.h"
+#include "grammar/validate.h"
+
+namespace needle {
+namespace {
+
+using nlohmann::ordered_json;
+
+void ExpectWellFormed(const Envelope& e) {
+  const ordered_json j = ordered_json::parse(e.Dump());
+  for (const char* k : {"type", "success", "error", "error_code", "function_calls", "reasoning", "confidence", "prefill_tps",
+                        "decode_tps", "peak_ram_mb"}) {
+    EXPECT_TRUE(j.contains(k)) << k << " missing in " << e.Dump();
+  }
+  EXPECT_TRUE(j["function_calls"].is_array());
+  EXPECT_EQ(j["success"].get<bool>(), j["type"] != "error");
+}
+
+SessionOptions Small() {
+  SessionOptions o;
+  o.max_think_tokens = 8;
+  o.max_new_tokens = 120;
+  return o;
+}
+
+TEST(Session, CallsAlwaysValidateAgainstTheDeclaredTools) {
+  auto model = testing::AgentModel(3);
+  const char* queries[] = {"turn on the kitchen lights", "wake me at 7", "text mum hi", "weather in Oslo?", "play jazz", ""};
+  int calls = 0, refusals = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    auto m = testing::AgentModel(seed);
+    Session s(m, Small());
+    s.SetToolsJson(testing::kFiveTools);
+    for (const char* q : queries) {
+      const Envelope e = s.Query(q);
+      ExpectWellFormed(e);
+      ASSERT_TRUE(e.success()) << e.Dump();
+      ASSERT_FALSE(grammar::ValidateCall(e.function_calls.dump(), testing::kFiveTools)) << e.Dump();
+      (e.type == EnvelopeType::kCall ? calls : refusals)++;
+      ASSERT_TRUE(e.confidence.has_value());
+      EXPECT_GE(*e.confidence, 0.0);
+      EXPECT_LE(*e.confidence, 1.0);
+      EXPECT_GT(e.prefill_tps, 0.0);
+      EXPECT_GT(e.peak_ram_mb, 0.0);
+    }
+  }
+  std::printf("[ agent ] %d calls, %d refusals over 24 turns\n", calls, refusals);
+  EXPECT_EQ(calls + refusals, 24);
+}
+
+TEST(Session, CompleteFollowsTheAbiRule) {
+  // After a call, the next text is its result (respond/call); else a new query.
+  auto model = testing::AgentModel(2);
+  Session s(model, Small());
+  s.SetToolsJson(testing::kFiveTools);
+  for (int turn = 0; turn < 12; ++turn) {
+    const EnvelopeType before = s.last_type();
+    const Envelope e = s.Complete(before == EnvelopeType::kCall ? R"({"ok":true})" : "dim the hall to 20");
+    ASSERT_TRUE(e.success()) << e.Dump();
+    if (before == EnvelopeType::kCall) {
+      EXPECT_NE(e.type, EnvelopeType::kRefuse);  // [] after a result is respond
+    } else {
+      EXPECT_NE(e.type, EnvelopeType::kRespond);
+    }
+  }
+}
+
+TEST(Session, MemoryIsBoundedOverManyTurns) {
+  auto model = testing::AgentModel(4);
+  Session s(model, Small());
+  s.SetToolsJson(testing::kFiveTools);
+  ASSERT_TRUE(s.Query("turn on the kitchen lights").success());
+  const uint64_t bytes = s.state_bytes();
+  for (int i = 0; i < 150; ++i) {
+    const Envelope e = s.Complete(i % 2 ? "play some jazz please and then set an alarm" : R"({"status":"done"})");
+    ASSERT_TRUE(e.success()) << e.Dump();
+  }
+  EXPECT_EQ(s.state_bytes(), bytes);
+}
+
+TEST(Session, ResetKeepsToolsAndIsDeterministic) {
+  auto model = testing::AgentModel(5);
+  Session a(model, Small()), b(model, Small());
+  a.SetToolsJson(testing::kFiveTools);
+  b.SetToolsJson(testing::kFiveTools);
+  const Envelope first = a.Query("set an alarm for 06:30");
+  a.Complete(R"({"ok":true})");
+  a.Query("something else entirely");
+  a.Reset();
+  const Envelope again = a.Query("set an alarm for 06:30");
+  const Envelope fresh = b.Query("set an alarm for 06:30");
+  EXPECT_EQ(again.function_calls.dump(), first.function_calls.dump());
+  EXPECT_EQ(again.function_calls.dump(), fresh.function_calls.dump());
+  EXPECT_EQ(again.reasoning, fresh.reasoning);
+}
+
+TEST(Session, SaveRestoreContinuesExactly) {
+  auto model = testing::AgentModel(6);
+  const std::string path = ::testing::TempDir() + "/session.bin";
+  Session a(model, Small());
+  a.SetToolsJson(testing::kFiveTools);
+  a.SetSystem(ordered_json{{"date", "2026-11-30"}, {"location", "Lisbon"}});
+  a.Query("play some fado");
+  a.Complete(R"({"playing":true})");
+  a.Save(path);
+  const Envelope want = a.Query("now the weather in Porto");
+  Session b(model, Small());
+  b.Restore(path);
+  const Envelope got = b.Query("now the weather in Porto");
+  EXPECT_EQ(got.function_calls, want.function_calls);
+  EXPECT_EQ(got.reasoning, want.reasoning);
+  // Another model refuses the file.
+  Session c(testing::AgentModel(7), Small());
+  EXPECT_THROW(c.Restore(path), Error);
+  std::ofstream(path, std::ios::binary) << "garbage";
+  EXPECT_THROW(b.Restore(path), Error);
+}
+
+TEST(Session, RetrievalPicksFiveAndPersistsTheIndex) {
+  auto model = testing::AgentModel(8);
+  ordered_json tools = ordered_json::parse(testing::kFiveTools);
+  for (int i = 0; i < 7; ++i) {
+    tools.push_back({{"name", "tool_" + std::to_string(i)},
+                     {"description", "Synthetic tool number " + std::to_string(i)},
+                     {"parameters", {{"type", "object"}, {"properties", {{"x", {{"type", "integer"}}}}}}}});
+  }
+  const std::string index = ::testing::TempDir() + "/tools.index.json";
+  std::filesystem::remove(index);
+  SessionOptions o = Small();
+  o.tool_index_path = index;
+  Session s(model, o);
+  s.SetTools(tools);
+  const Envelope e = s.Query("turn on the kitchen lights");
+  ASSERT_TRUE(e.success()) << e.Dump();
+  EXPECT_EQ(s.active_tools().size(), 5u);
+  for (const auto& c : e.function_calls) {
+    bool active = false;
+    for (uint32_t i : s.active_tools()) active = active || tools[i]["name"] == c["name"];
+    EXPECT_TRUE(active) << "a call outside the retrieved tools: " << c.dump();
+  }
+  ASSERT_TRUE(std::filesystem::exists(index));
+  const auto j = nlohmann::json::parse(std::ifstream(index));
+  EXPECT_EQ(j["entries"].size(), 12u);
+  // A changed schema adds one entry (the others are found by fingerprint).
+  tools[11]["description"] = "Changed";
+  Session t(model, o);
+  t.SetTools(tools);
+  ASSERT_TRUE(t.Query("turn on the kitchen lights").success());
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(index))["entries"].size(), 13u);
+}
+
+TEST(Session, ConfidenceIsNullWithoutTheHead) {
+  Session s(testing::AgentModel(9, true, false), Small());
+  s.SetToolsJson(testing::kFiveTools);
+  const Envelope e = s.Query("hello");
+  ASSERT_TRUE(e.success());
+  EXPECT_FALSE(e.confidence.has_value());
+  EXPECT_TRUE(ordered_json::parse(e.Dump())["confidence"].is_null());
+}
+
+TEST(Session, BadInput) {
+  auto model = testing::AgentModel(10);
+  Session s(model, Small());
+  // Malformed tools: an Error naming the problem; the previous setup stays.
+  s.SetToolsJson(testing::kFiveTools);
+  try {
+    s.SetToolsJson("[{\"name\": \"x\", ");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidJson);
+  }
+  EXPECT_THROW(s.SetToolsJson(R"([{"description":"no name"}])"), Error);
+  EXPECT_THROW(s.SetToolsJson(R"({"not":"an array"})"), Error);
+  EXPECT_EQ(s.tools().size(), 5u);
+  // A tool result with no call before it.
+  Session fresh(model, Small());
+  fresh.SetToolsJson(testing::kFiveTools);
+  const Envelope r = fresh.ToolResult(R"({"ok":1})");
+  EXPECT_EQ(r.type, EnvelopeType::kError);
+  EXPECT_EQ(r.error_code, "invalid_state");
+  // An over-long query: an error envelope, and the session still works.
+  SessionOptions o = Small();
+  o.max_input_tokens = 64;
+  Session shortq(model, o);
+  shortq.SetToolsJson(testing::kFiveTools);
+  const Envelope big = shortq.Query(std::string(5000, 'a'));
+  EXPECT_EQ(big.error_code, "budget_exceeded") << big.Dump();
+  EXPECT_TRUE(shortq.Query("lights on").success());
+  // A query longer than the window streams through it.
+  EXPECT_TRUE(s.Query(std::string(1500, 'b')).success());
+  // Invalid UTF-8 (no NUL): a normal turn and a JSON envelope.
+  const Envelope u = s.Query("caf\xc3 \xff\xfe lights");
+  ASSERT_TRUE(u.success()) << u.Dump();
+  EXPECT_NO_THROW(ordered_json::parse(u.Dump()));
+  // Unknown system fact keys are an error.
+  EXPECT_THROW(s.SetSystem(ordered_json{{"mood", "happy"}}), Error);
+}
+
+TEST(Session, EmptyToolListAlwaysRefuses) {
+  Session s(testing::AgentModel(11), Small());
+  s.SetToolsJson("[]");
+  for (const char* q : {"turn on the lights", "what time is it"}) {
+    const Envelope e = s.Query(q);
+    ASSERT_TRUE(e.success()) << e.Dump();
+    EXPECT_EQ(e.type, EnvelopeType::kRefuse);
+    EXPECT_TRUE(e.function_calls.empty());
+  }
+}
+
+TEST(Session, UnsupportedKeywordWarns) {
+  Session s(testing::AgentModel(12), Small());
+  s.SetToolsJson(R"([{"name":"f","parameters":{"type":"object","properties":{"a":{"anyOf":[{"type":"string"}]}}}}])");
+  ASSERT_FALSE(s.warnings().empty());
+  const Envelope e = s.Query("do f");
+  ASSERT_TRUE(e.success());
+  EXPECT_NE(e.Dump().find("anyOf"), std::string::npos);
+}
+
+TEST(Session, TwoHundredTools) {
+  ordered_json tools = ordered_json::array();
+  for (int i = 0; i < 200; ++i) {
+    tools.push_back({{"name", "t" + std::to_string(i)},
+                     {"parameters", {{"type", "object"}, {"properties", {{"v", {{"type", "string"}, {"maxLength", 8}}}}}}}});
+  }
+  Session s(testing::AgentModel(13), Small());
+  s.SetTools(tools);
+  const Envelope e = s.Query("call t17");
+  ASSERT_TRUE(e.success()) << e.Dump();
+  EXPECT_EQ(s.active_tools().size(), 5u);
+}
+
+TEST(Session, PinnedSpanGrowsTheSinks) {
+  auto model = testing::AgentModel(14);
+  Session s(model, Small());
+  s.SetToolsJson(testing::kFiveTools);
+  s.Query("hi");
+  const uint64_t before = s.state_bytes();
+  s.PinSpan("user profile: prefers celsius; lives in Lisbon; partner is Ana");
+  ASSERT_TRUE(s.Query("hi").success());
+  EXPECT_GT(s.state_bytes(), before);  // more sink slots
+  // The budget is enforced: a pin that cannot fit is an error envelope.
+  s.PinSpan(std::string(6000, 'x'));
+  EXPECT_EQ(s.Query("hi").error_code, "budget_exceeded");
+}
+
+TEST(Session, RunExecutesCallbacks) {
+  auto model = testing::AgentModel(15);
+  Session s(model, Small());
+  int executed = 0;
+  for (const auto& t : ordered_json::parse(testing::kFiveTools)) {
+    s.AddTool(t, [&executed](const ordered_json& args) {
+      ++executed;
+      return ordered_json{{"ok", true}, {"echo", args}};
+    });
+  }
+  const Envelope e = s.Run("set the kitchen lights to 40", 3);
+  ASSERT_TRUE(e.results.has_value()) << e.Dump();
+  EXPECT_EQ(static_cast<int>(e.results->size()), executed);
+  for (const auto& r : *e.results) EXPECT_EQ(r["result"]["ok"], true);
+}
+
+TEST(Session, ExtractUsesOneTool) {
+  const Envelope e = Extract(testing::AgentModel(16), "Invoice 42 from ACME, total 19.99",
+                             ordered_json::parse(R"({"type":"object","properties":{"number":{"type":"integer"},"vendor":{"type":"string","maxLength":10}},"required":["number"]})"),
+                             Small());
+  ASSERT_TRUE(e.success()) << e.Dump();
+  for (const auto& c : e.function_calls) EXPECT_EQ(c["name"], "extract");
+}
+
+TEST(Session, ThreadsGiveTheSameAnswersAsSequential) {
+  auto model = testing::AgentModel(17);
+  const char* queries[] = {"lights in the hall", "alarm 07:15", "weather in Rome"};
+  auto run = [&](int which) {
+    Session s(model, Small());
+    s.SetToolsJson(testing::kFiveTools);
+    std::string out;
+    for (int i = 0; i < 3; ++i) out += s.Query(queries[(which + i) % 3]).function_calls.dump();
+    return out;
+  };
+  std::string seq[3], par[3];
+  for (int i = 0; i < 3; ++i) seq[i] = run(i);
+  std::thread ts[3];
+  for (int i = 0; i < 3; ++i) ts[i] = std::thread([&, i] { par[i] = run(i); });
+  for (auto& t : ts) t.join();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(par[i], seq[i]);
+}
+
+}  // namespace
+}  // namespace needle

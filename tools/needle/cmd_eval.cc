@@ -1,0 +1,252 @@
+// needle eval: scores a model on JSONL examples (SPEC §12 + `turns`) through
+// the real agent (grammar, retrieval, envelope), as a user would run it.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/session.h"
+#include "args.h"
+#include "base/error.h"
+#include "commands.h"
+
+namespace needle::cli {
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+// Calls compared as multisets of (name, arguments); argument objects compare
+// by value (key order and 10 vs 10.0 do not matter).
+bool SameCalls(const json& got, const json& want) {
+  if (!got.is_array() || !want.is_array() || got.size() != want.size()) return false;
+  std::vector<bool> used(want.size(), false);
+  for (const auto& g : got) {
+    bool found = false;
+    for (size_t i = 0; i < want.size() && !found; ++i) {
+      if (!used[i] && g.value("name", "") == want[i].value("name", "") &&
+          g.value("arguments", json::object()) == want[i].value("arguments", json::object())) {
+        used[i] = found = true;
+      }
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> Names(const json& calls) {
+  std::vector<std::string> n;
+  for (const auto& c : calls) n.push_back(c.value("name", ""));
+  std::sort(n.begin(), n.end());
+  return n;
+}
+
+struct Score {
+  uint64_t turns = 0, exact = 0, selection = 0, valid = 0, errors = 0;
+  uint64_t gold_refuse = 0, pred_refuse = 0, both_refuse = 0;
+  uint64_t first_turns = 0, first_exact = 0, session_turns = 0, session_exact = 0;
+  double prefill_tps = 0, decode_tps = 0, peak_ram = 0;
+  // Confidence calibration against exactness (10 bins).
+  uint64_t bin_n[10] = {};
+  double bin_conf[10] = {}, bin_acc[10] = {};
+
+  void Add(const Envelope& e, const json& want, bool first) {
+    ++turns;
+    const json got = json::parse(e.function_calls.dump());
+    const bool ok = e.success();
+    const bool exact = ok && SameCalls(got, want);
+    this->exact += exact;
+    if (first) {
+      ++first_turns, first_exact += exact;
+    } else {
+      ++session_turns, session_exact += exact;
+    }
+    if (ok) ++valid; else ++errors;
+    if (ok && Names(got) == Names(want)) ++selection;
+    const bool gr = want.empty(), pr = ok && got.empty();
+    gold_refuse += gr, pred_refuse += pr, both_refuse += gr && pr;
+    prefill_tps += e.prefill_tps, decode_tps += e.decode_tps;
+    peak_ram = std::max(peak_ram, e.peak_ram_mb);
+    if (e.confidence) {
+      const int b = std::min(9, static_cast<int>(*e.confidence * 10));
+      ++bin_n[b], bin_conf[b] += *e.confidence, bin_acc[b] += exact;
+    }
+  }
+  void Merge(const Score& o) {
+    turns += o.turns, exact += o.exact, selection += o.selection, valid += o.valid, errors += o.errors;
+    gold_refuse += o.gold_refuse, pred_refuse += o.pred_refuse, both_refuse += o.both_refuse;
+    first_turns += o.first_turns, first_exact += o.first_exact, session_turns += o.session_turns, session_exact += o.session_exact;
+    prefill_tps += o.prefill_tps, decode_tps += o.decode_tps, peak_ram = std::max(peak_ram, o.peak_ram);
+    for (int b = 0; b < 10; ++b) bin_n[b] += o.bin_n[b], bin_conf[b] += o.bin_conf[b], bin_acc[b] += o.bin_acc[b];
+  }
+  ojson Report() const {
+    auto pct = [](uint64_t a, uint64_t b) { return b ? std::round(1000.0 * a / b) / 10.0 : 0.0; };
+    ojson r;
+    r["turns"] = turns;
+    r["exact_call"] = pct(exact, turns);
+    r["exact_call_first_turn"] = pct(first_exact, first_turns);
+    r["exact_call_session_turns"] = pct(session_exact, session_turns);
+    r["tool_selection"] = pct(selection, turns);
+    r["refusal_precision"] = pct(both_refuse, pred_refuse);
+    r["refusal_recall"] = pct(both_refuse, gold_refuse);
+    r["schema_valid"] = pct(valid, turns);
+    r["errors"] = errors;
+    uint64_t n = 0;
+    double ece = 0;
+    for (int b = 0; b < 10; ++b) n += bin_n[b];
+    for (int b = 0; b < 10; ++b) {
+      if (bin_n[b]) ece += std::fabs(bin_conf[b] / bin_n[b] - bin_acc[b] / bin_n[b]) * bin_n[b] / double(n);
+    }
+    r["confidence_ece"] = n ? ojson(std::round(ece * 1000) / 1000) : ojson();
+    r["mean_prefill_tps"] = turns ? std::round(prefill_tps / turns) : 0.0;
+    r["mean_decode_tps"] = turns ? std::round(decode_tps / turns) : 0.0;
+    r["peak_ram_mb"] = std::round(peak_ram * 10) / 10;
+    return r;
+  }
+};
+
+// Other traffic for the long-session check: requests that fit no tool in
+// particular, answered by the model like any turn.
+const char* kTraffic[] = {
+    "what's on my calendar", "thanks!", "turn it up a bit", "remind me later", "how far is the station",
+    "never mind", "play something relaxing", "ok do it", "what time is it in Tokyo", "cancel that",
+};
+
+}  // namespace
+
+int RunEval(int argc, char** argv) {
+  Args args("eval", "--data TEST.jsonl [--model FILE.cact] [flags]",
+            "Runs every example through the agent (prompt, grammar, retrieval, envelope) and\n"
+            "scores it: exact_call (same calls, arguments compared by value), tool_selection\n"
+            "(same tool names), refusal precision/recall, schema_valid, confidence ECE. Session\n"
+            "examples (`turns`) are played turn by turn with the gold tool results. With\n"
+            "--long-session N each single-turn example is asked at turn 1 and again after N\n"
+            "turns of other traffic in the same session.",
+            {{"data", "FILE", "JSONL examples (required)"},
+             {"model", "FILE", "model archive (default: $NEEDLE_MODEL, else the embedded model)"},
+             {"limit", "N", "first N examples only"},
+             {"jobs", "K", "sessions evaluated in parallel (default 1)"},
+             {"max-new-tokens", "N", "call budget per turn (default 256)"},
+             {"max-think-tokens", "N", "reasoning budget per turn (default 64)"},
+             {"long-session", "N", "also re-ask each single-turn example after N turns of other traffic"},
+             {"failures", "FILE", "write the mispredicted turns (JSONL)"},
+             {"out", "FILE", "write the report JSON here too"}});
+  if (!args.Parse(argc, argv)) return 0;
+  const std::string data = args.Require("data");
+  auto model = args.Has("model") ? Model::Open(args.Get("model")) : Model::Default();
+  std::vector<ojson> examples;
+  {
+    std::ifstream in(data);
+    if (!in) throw Error(ErrorCode::kIo, "cannot open '" + data + "'");
+    std::string line;
+    size_t lineno = 0;
+    const long long limit = args.GetInt("limit", -1);
+    while (std::getline(in, line) && (limit < 0 || (long long)examples.size() < limit)) {
+      ++lineno;
+      if (line.empty()) continue;
+      auto j = ojson::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object() || !j.contains("query") || !j.contains("tools")) {
+        throw Error(ErrorCode::kInvalidJson, data + ":" + std::to_string(lineno) + ": not an example (JSON with query and tools)");
+      }
+      examples.push_back(std::move(j));
+    }
+  }
+  SessionOptions opt;
+  opt.max_new_tokens = static_cast<uint32_t>(args.GetInt("max-new-tokens", opt.max_new_tokens));
+  opt.max_think_tokens = static_cast<uint32_t>(args.GetInt("max-think-tokens", opt.max_think_tokens));
+  const long long long_session = args.GetInt("long-session", 0);
+  const unsigned jobs = static_cast<unsigned>(std::max(1LL, args.GetInt("jobs", 1)));
+
+  std::mutex mu;
+  Score total, turn1, turn_late;
+  std::vector<std::string> failures;
+  std::atomic<size_t> next{0}, done{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto worker = [&]() {
+    Score local, l1, lN;
+    std::vector<std::string> fails;
+    for (size_t i; (i = next++) < examples.size();) {
+      const ojson& ex = examples[i];
+      Session s(model, opt);
+      auto record = [&](const Envelope& e, const ojson& want, bool first, Score& sc, const std::string& q) {
+        sc.Add(e, json::parse(want.dump()), first);
+        if (!e.success() || !SameCalls(json::parse(e.function_calls.dump()), json::parse(want.dump()))) {
+          fails.push_back(ojson{{"index", i}, {"input", q}, {"want", want}, {"got", e.ToJson()}}.dump(
+              -1, ' ', false, ojson::error_handler_t::replace));
+        }
+      };
+      try {
+        s.SetTools(ex["tools"]);
+        s.SetSystem(ex.contains("system") ? ex["system"] : ojson());
+      } catch (const Error& err) {
+        const Envelope e = ErrorEnvelope(err.code(), err.what());
+        record(e, ex.value("answers", ojson::array()), true, local, ex["query"].get<std::string>());
+        continue;
+      }
+      const std::string q = ex["query"].get<std::string>();
+      const ojson answers = ex.value("answers", ojson::array());
+      const Envelope first = s.Query(q);
+      record(first, answers, true, local, q);
+      if (ex.contains("turns") && ex["turns"].is_array()) {
+        for (const auto& t : ex["turns"]) {
+          Envelope e;
+          std::string input;
+          if (t.contains("tool_result")) {
+            input = t["tool_result"].is_string() ? t["tool_result"].get<std::string>() : t["tool_result"].dump();
+            e = s.ToolResult(input);
+          } else {
+            input = t.value("query", "");
+            e = s.Query(input);
+          }
+          record(e, t.value("answers", ojson::array()), false, local, input);
+        }
+      } else if (long_session > 0) {
+        l1.Add(first, json::parse(answers.dump()), true);
+        for (long long k = 0; k < long_session; ++k) {
+          const Envelope e = s.Complete(s.last_type() == EnvelopeType::kCall ? R"({"status":"ok"})" : kTraffic[k % 10]);
+          (void)e;
+        }
+        lN.Add(s.Query(q), json::parse(answers.dump()), true);
+      }
+      const size_t d = ++done;
+      if (d % 20 == 0) {
+        std::lock_guard<std::mutex> lock(mu);
+        std::fprintf(stderr, "\reval: %zu/%zu", d, examples.size());
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    total.Merge(local), turn1.Merge(l1), turn_late.Merge(lN);
+    failures.insert(failures.end(), fails.begin(), fails.end());
+  };
+  std::vector<std::thread> threads;
+  for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  std::fprintf(stderr, "\n");
+  ojson report = total.Report();
+  report["examples"] = examples.size();
+  report["seconds"] = std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (long_session > 0) {
+    report["long_session"] = {{"turns_between", long_session},
+                              {"turn_1", turn1.Report()},
+                              {"turn_" + std::to_string(long_session + 2), turn_late.Report()}};
+  }
+  const std::string text = report.dump(2);
+  std::printf("%s\n", text.c_str());
+  if (args.Has("out")) std::ofstream(args.Get("out")) << text << "\n";
+  if (args.Has("failures")) {
+    std::ofstream f(args.Get("failures"));
+    for (const auto& l : failures) f << l << "\n";
+  }
+  return 0;
+}
+
+}  // namespace needle::cli

@@ -1,0 +1,415 @@
+// LoRA fine-tuning and `needle build` (SPEC §12), the run directory a base is
+// loaded from, resumable training, and the errors on bad input. Tiny models
+// (testing::SmallConfig, byte-level tokenizer) keep each test to seconds.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/random.h"
+#include "io/cact_archive.h"
+#include "kv/budget.h"
+#include "model/testing/archives.h"
+#include "text/tokenizer.h"
+#include "train/build.h"
+#include "train/finetune.h"
+#include "train/lora.h"
+#include "train/trainer.h"
+
+namespace needle::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string g_temp_dir;  // created on first use, removed when the tests end
+
+std::string TempDir() {
+  if (g_temp_dir.empty()) {
+    char tmpl[] = "/tmp/needle-lora-XXXXXX";
+    g_temp_dir = mkdtemp(tmpl);
+  }
+  return g_temp_dir;
+}
+
+struct RemoveTempDir : ::testing::Environment {
+  void TearDown() override {
+    if (!g_temp_dir.empty()) fs::remove_all(g_temp_dir);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveTempDir = ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
+
+std::vector<HeadSpec> BothHeads(const ModelConfig& c) {
+  return {DefaultHeadSpec(HeadKind::kContrastive, c), DefaultHeadSpec(HeadKind::kConfidence, c)};
+}
+
+// A base archive with both heads, byte-level tokenizer embedded. `large`:
+// weights larger than the SPEC init, so that every component moves the logits.
+std::string WriteBase(const std::string& name, const ModelConfig& c, uint64_t seed, bool large = true) {
+  ModelWeights w = RandomWeights(c, BothHeads(c), seed);
+  SplitMix64 rng(seed * 7919 + 1);
+  for (size_t i = 0; i < w.specs.size() && large; ++i) {
+    if (w.specs[i].storage != TensorStorage::kQuantized) continue;
+    for (float& v : w.tensors[i]) v = static_cast<float>(rng.Normal() * (w.specs[i].map_key == "embedding" ? 0.5 : 0.1));
+  }
+  const std::string path = TempDir() + "/" + name;
+  WriteFileAtomically(path, ExportArchive(w, ParseBitsMap("4", w.specs), ByteLevelTokenizer()));
+  return path;
+}
+
+// Light-switching examples, short (about 200 byte-level tokens: rows of 256):
+// one tool, varied rooms and levels; `long_ones` more with an overlong query.
+std::string WriteData(const std::string& name, int n, uint64_t seed, int long_ones = 0) {
+  static const char* const kRooms[] = {"kitchen", "bedroom", "hall", "office", "garage", "porch", "attic", "study"};
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(
+      R"([{"name":"light","parameters":{"type":"object","properties":{"room":{"type":"string"},"level":{"type":"integer"}}}}])");
+  SplitMix64 rng(seed);
+  const std::string path = TempDir() + "/" + name;
+  std::ofstream out(path);
+  for (int i = 0; i < n + long_ones; ++i) {
+    const std::string room = kRooms[rng.Next() % 8];
+    const int level = int(10 + rng.Next() % 80);
+    nlohmann::ordered_json ex;
+    ex["query"] = "dim " + room + " to " + std::to_string(level) + (i >= n ? std::string(300, '!') : "");
+    ex["tools"] = tools;
+    ex["answers"] = nlohmann::ordered_json::array({{{"name", "light"}, {"arguments", {{"room", room}, {"level", level}}}}});
+    out << ex.dump() << "\n";
+  }
+  return path;
+}
+
+EncodedPrompt Random(size_t n, uint32_t vocab, uint64_t seed, uint32_t sinks) {
+  SplitMix64 rng(seed);
+  EncodedPrompt p;
+  for (size_t i = 0; i < n; ++i) p.ids.push_back(static_cast<int32_t>(14 + rng.Next() % (vocab - 14)));
+  p.target.assign(n, 1);
+  p.sink_length = sinks;
+  return p;
+}
+
+TrainBatch RandomBatch(const ModelConfig& c, uint64_t seed) {
+  return TrainBatch::From(PackExamples({Random(70, c.vocab_size, seed, 12), Random(50, c.vocab_size, seed + 1, 8)}, 128, c, 32), c);
+}
+
+float MaxAbsDiff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<float>(); }
+
+// A few adapter steps on random tokens (lr large enough that B moves visibly).
+void TrainAdapter(San& model, Lora& lora, int steps) {
+  torch::optim::AdamW opt(lora->parameters(), torch::optim::AdamWOptions(1e-2));
+  for (int s = 0; s < steps; ++s) {
+    const auto loss = TargetLoss(model, RandomBatch(model->config(), 100 + s), 32, torch::kMean);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+  }
+}
+
+TEST(Lora, ZeroBGivesExactlyTheBaseLogits) {
+  BaseModel base = LoadBase(WriteBase("zero.cact", testing::SmallConfig(), 3));
+  torch::NoGradGuard no_grad;
+  const TrainBatch b = RandomBatch(base.config, 7);
+  const auto before = base.model->forward(b, 32);
+  Lora lora(base.config, 4, 8, 1);
+  AttachLora(base.model, lora);
+  const auto after = base.model->forward(b, 32);
+  EXPECT_TRUE(torch::equal(before, after));
+  for (const auto& p : base.model->parameters()) EXPECT_FALSE(p.requires_grad());
+  for (const auto& p : lora->parameters()) EXPECT_TRUE(p.requires_grad());
+  EXPECT_EQ(lora->parameters().size(), size_t(2 * kNumLoraTargets * base.config.num_layers));
+  // A ~ N(0,1)/rank, B = 0.
+  EXPECT_NEAR(lora->A(0, LoraTarget::kQ).std().item<double>(), 1.0 / 4, 0.03);
+  EXPECT_EQ(lora->B(1, LoraTarget::kOut).abs().sum().item<float>(), 0.0f);
+}
+
+TEST(Lora, MergedEqualsBasePlusAdapterAndTheFileRoundTrips) {
+  const std::string base_path = WriteBase("merge.cact", testing::SmallConfig(), 4);
+  BaseModel base = LoadBase(base_path);
+  Lora lora(base.config, 4, 8, 2);
+  AttachLora(base.model, lora);
+  TrainAdapter(base.model, lora, 3);
+  for (const auto& p : base.model->parameters()) EXPECT_FALSE(p.grad().defined() && p.grad().abs().sum().item<float>() > 0);
+  ASSERT_GT(lora->B(0, LoraTarget::kV).abs().max().item<float>(), 0.0f);
+
+  torch::NoGradGuard no_grad;
+  const TrainBatch b = RandomBatch(base.config, 9);
+  const auto with_adapter = base.model->forward(b, 32);
+  const std::string adapter = TempDir() + "/merge.lora";
+  SaveAdapter(adapter, lora, base.config, WeightsFingerprint(base.model), base_path);
+
+  MergeLora(base.model, lora);
+  EXPECT_FALSE(base.model->lora());
+  const auto merged = base.model->forward(b, 32);
+  const float d = MaxAbsDiff(merged, with_adapter);
+  std::printf("[ lora ] merged vs base+adapter: max |dlogit| %.2e (logits up to %.1f)\n", d, with_adapter.abs().max().item<float>());
+  EXPECT_LE(d, 1e-4f);
+
+  // The adapter changed the model; the file gives back the same adapter.
+  BaseModel fresh = LoadBase(base_path);
+  EXPECT_GT(MaxAbsDiff(fresh.model->forward(b, 32), with_adapter), 1e-3f);
+  const AdapterFile f = LoadAdapter(adapter);
+  EXPECT_EQ(f.lora->rank(), 4);
+  EXPECT_EQ(f.lora->alpha(), 8.0);
+  EXPECT_EQ(f.base_fingerprint, WeightsFingerprint(fresh.model));
+  EXPECT_EQ(f.base_source, base_path);
+  AttachLora(fresh.model, f.lora);
+  EXPECT_TRUE(torch::equal(fresh.model->forward(b, 32), with_adapter));
+}
+
+TEST(Lora, AdapterOnAnotherGeometryIsAClearError) {
+  const ModelConfig small = testing::SmallConfig();
+  BaseModel base = LoadBase(WriteBase("geo-a.cact", small, 5));
+  Lora lora(small, 4, 8, 1);
+  const std::string adapter = TempDir() + "/geo.lora";
+  SaveAdapter(adapter, lora, small, WeightsFingerprint(base.model), "geo-a.cact");
+
+  ModelConfig other = small;
+  other.d_model = 128;
+  other.num_layers = 3;
+  const std::string other_base = WriteBase("geo-b.cact", other, 6);
+  BuildOptions o;
+  o.base = other_base;
+  o.lora = adapter;
+  o.out = TempDir() + "/geo-out.cact";
+  try {
+    Build(o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(m.find("geo.lora"), std::string::npos) << m;
+    EXPECT_NE(m.find("d_model 64 (this base: 128)"), std::string::npos) << m;
+    EXPECT_NE(m.find("num_layers 2 (this base: 3)"), std::string::npos) << m;
+  }
+  EXPECT_FALSE(fs::exists(o.out));
+  BaseModel b = LoadBase(other_base);
+  EXPECT_THROW(AttachLora(b.model, lora), Error);
+  // Something that is not an adapter.
+  try {
+    LoadAdapter(other_base);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a Needle LoRA adapter"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Finetune, FewStepsLowerTheLoss) {
+  FinetuneOptions o;
+  o.base = WriteBase("ft.cact", testing::SmallConfig(), 8, /*large=*/false);
+  o.data = WriteData("ft.jsonl", 12, 1, /*long_ones=*/1);
+  o.out = TempDir() + "/ft.lora";
+  o.epochs = 2;
+  o.rank = 4;
+  o.alpha = 8;
+  o.lr = 2e-2;
+  o.batch_size = 4;
+  o.max_len = 256;
+  o.threads = 1;  // the tests share the machine: no spinning for a second core
+  o.val_split = 0.25;
+  o.seed = 3;
+  const FinetuneResult r = Finetune(o);
+  EXPECT_EQ(r.truncated, 1u);
+  EXPECT_EQ(r.val_examples, 3u);
+  EXPECT_EQ(r.train_examples, 10u);
+  EXPECT_EQ(r.steps, 6);  // 2 epochs x ceil(10 / 4)
+  ASSERT_EQ(r.val_loss.size(), 3u);
+  ASSERT_FALSE(r.train_loss.empty());
+  std::printf("[ finetune ] validation loss %.3f -> %.3f, train loss %.3f -> %.3f\n", r.val_loss.front(), r.val_loss.back(),
+              r.train_loss.front(), r.train_loss.back());
+  EXPECT_LT(r.val_loss.back(), r.val_loss.front() - 0.2);  // nats per target token
+  EXPECT_LT(r.train_loss.back(), r.train_loss.front());
+  ASSERT_TRUE(fs::exists(o.out));
+  // The log: a line per step that trained (a batch whose targets were all
+  // truncated away is skipped), a validation line before training and per epoch.
+  std::ifstream log(o.out + ".log.jsonl");
+  size_t steps = 0, vals = 0;
+  for (std::string line; std::getline(log, line);) {
+    const auto j = nlohmann::json::parse(line);
+    steps += j.contains("loss");
+    vals += j.contains("val_loss");
+  }
+  EXPECT_EQ(steps, r.train_loss.size());
+  EXPECT_EQ(vals, 3u);
+}
+
+TEST(Finetune, SameSeedSameAdapter) {
+  FinetuneOptions o;
+  o.base = WriteBase("det.cact", testing::SmallConfig(), 8, /*large=*/false);
+  o.data = WriteData("det.jsonl", 6, 4);
+  o.epochs = 1;
+  o.rank = 2;
+  o.lr = 1e-2;
+  o.batch_size = 2;
+  o.val_split = 0.34;
+  o.seed = 11;
+  o.threads = 1;
+  FinetuneOptions again = o;
+  o.out = TempDir() + "/det-1.lora";
+  again.out = TempDir() + "/det-2.lora";
+  const FinetuneResult r1 = Finetune(o), r2 = Finetune(again);
+  EXPECT_EQ(r1.val_examples, 2u);
+  EXPECT_EQ(r1.train_loss, r2.train_loss);
+  EXPECT_EQ(r1.val_loss, r2.val_loss);
+  const AdapterFile a = LoadAdapter(o.out), b = LoadAdapter(again.out);
+  const auto pa = a.lora->parameters(), pb = b.lora->parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << i;
+}
+
+TEST(NeedleBuild, WithAnAdapterTheArchiveHasNoConfidenceHead) {
+  const std::string base_path = WriteBase("build.cact", testing::SmallConfig(), 9);
+  BaseModel base = LoadBase(base_path);
+  Lora lora(base.config, 4, 8, 5);
+  AttachLora(base.model, lora);
+  TrainAdapter(base.model, lora, 2);
+  const std::string adapter = TempDir() + "/build.lora";
+  SaveAdapter(adapter, lora, base.config, WeightsFingerprint(LoadBase(base_path).model), base_path);
+
+  BuildOptions o;
+  o.base = base_path;
+  o.out = TempDir() + "/plain.cact";
+  o.bits = "2";
+  const BuildResult plain = Build(o);
+  EXPECT_FALSE(plain.finetuned);
+  EXPECT_EQ(CactArchive::Open(o.out).layout().heads.size(), 2u);
+
+  o.lora = adapter;
+  o.bits = "default=2,attn.v_proj=4";
+  o.out = TempDir() + "/tuned.cact";
+  const BuildResult tuned = Build(o);
+  EXPECT_TRUE(tuned.finetuned);
+  const CactArchive a = CactArchive::Open(o.out);
+  ASSERT_EQ(a.layout().heads.size(), 1u);
+  EXPECT_EQ(a.layout().heads[0].spec.kind, HeadKind::kContrastive);
+  EXPECT_EQ(a.layout().FindHead(HeadKind::kConfidence), nullptr);
+  EXPECT_EQ(a.tokenizer().pieces.size(), ByteLevelTokenizer().pieces.size());  // the base's embedded tokenizer
+
+  // The archive holds the merged weights: importing it equals the merged
+  // model quantized the same way.
+  MergeLora(base.model, lora);
+  ModelWeights w = KeepHeads(base.model->Export(), {HeadKind::kContrastive});
+  const CactArchive want = CactArchive::FromBytes(ExportArchive(w, ParseBitsMap(o.bits, w.specs), ByteLevelTokenizer()));
+  ASSERT_EQ(want.bytes().size(), a.bytes().size());
+  EXPECT_TRUE(std::equal(want.bytes().begin(), want.bytes().end(), a.bytes().begin()));
+}
+
+std::map<int64_t, double> LossByStep(const std::string& log_path) {
+  std::map<int64_t, double> out;  // the last record of a step wins (a resumed run repeats steps after its checkpoint)
+  std::ifstream in(log_path);
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    out[j["step"].get<int64_t>()] = j["loss"].get<double>();
+  }
+  return out;
+}
+
+TEST(Trainer, ResumedRunReproducesTheLossCurveAndLoadsFromItsDirectory) {
+  TrainOptions o;
+  o.data = WriteData("resume.jsonl", 12, 2);
+  o.tokenizer = WriteBase("resume-tok.cact", testing::SmallConfig(), 1);  // byte-level tokenizer, fits vocab 300
+  o.config = testing::SmallConfig();
+  o.steps = 4;
+  o.batch_tokens = 400;
+  o.max_len = 256;
+  o.warmup = 2;
+  o.window = 64;
+  o.eval_every = 100;
+  o.checkpoint_every = 2;
+  o.lr = 3e-3;
+  o.seed = 5;
+  o.threads = 1;
+  TrainOptions a = o, b = o;
+  a.out = TempDir() + "/run-a";
+  b.out = TempDir() + "/run-b";
+  Train(a);
+  b.stop_at = 3;  // "killed" after step 3, one step past its last checkpoint
+  Train(b);
+  EXPECT_EQ(LossByStep(b.out + "/log.jsonl").size(), 3u);
+  b.stop_at = 0;
+  b.resume = true;
+  Train(b);
+  const auto la = LossByStep(a.out + "/log.jsonl"), lb = LossByStep(b.out + "/log.jsonl");
+  ASSERT_EQ(la.size(), 4u);
+  ASSERT_EQ(lb.size(), 4u);
+  for (const auto& [step, loss] : la) EXPECT_EQ(lb.at(step), loss) << "step " << step;
+
+  // The run carries its geometry: the directory, checkpoint.pt with config.json,
+  // and checkpoint.pt with only model.cact beside it all load the same weights.
+  const ModelConfig cfg = ConfigFromJson(nlohmann::json::parse(std::ifstream(b.out + "/config.json")));
+  EXPECT_EQ(cfg.d_model, o.config.d_model);
+  EXPECT_EQ(cfg.kv_window, 64u);
+  const BaseModel from_dir = LoadBase(b.out), from_a = LoadBase(a.out + "/checkpoint.pt");
+  EXPECT_EQ(from_dir.checkpoint, (fs::path(b.out) / "checkpoint.pt").string());
+  EXPECT_EQ(WeightsFingerprint(from_dir.model), WeightsFingerprint(from_a.model));
+  ASSERT_TRUE(from_dir.tokenizer.has_value());
+  fs::remove(b.out + "/config.json");
+  const BaseModel from_cact_header = LoadBase(b.out + "/checkpoint.pt");
+  EXPECT_EQ(WeightsFingerprint(from_cact_header.model), WeightsFingerprint(from_a.model));
+  EXPECT_EQ(effective_window(from_cact_header.config), 64u);
+  // An adapter made on the checkpoint fits the run's model.cact (whose header
+  // resolves engram_heads and lacks contrastive_dim).
+  AdapterFile on_checkpoint;
+  on_checkpoint.base_config = cfg;
+  EXPECT_NO_THROW(CheckAdapterMatches(on_checkpoint, LoadBase(b.out + "/model.cact").config, "x.lora"));
+  EXPECT_NO_THROW(CheckAdapterMatches(on_checkpoint, from_cact_header.config, "x.lora"));
+
+  // --resume with another geometry than the run's is refused.
+  TrainOptions c = a;
+  c.resume = true;
+  c.config.num_layers = 3;
+  c.steps = 6;
+  EXPECT_THROW(Train(c), Error);
+}
+
+TEST(Trainer, BadInputIsAnErrorNamingTheFileAndLine) {
+  const Tokenizer tok(ByteLevelTokenizer());
+  const PromptEncoder enc(tok);
+  const std::string good = WriteData("good.jsonl", 1, 1);
+  std::string first;
+  std::getline(std::ifstream(good), first);
+  auto expect_error = [&](const std::string& name, const std::string& second, const std::string& want) {
+    const std::string path = TempDir() + "/" + name;
+    std::ofstream(path) << first << "\n" << second << "\n";
+    try {
+      LoadExamples(path, enc, 1024, nullptr);
+      ADD_FAILURE() << "expected an error for " << name;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ":2: "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  expect_error("not-json.jsonl", "{\"query\": ", "parse error");
+  expect_error("no-query.jsonl", R"({"tools": [], "answers": []})", "\"query\"");
+  expect_error("not-object.jsonl", "[1, 2]", "expected a JSON object");
+
+  TrainOptions o;
+  o.data = good;
+  o.tokenizer = WriteBase("bad-tok.cact", testing::SmallConfig(), 1);
+  o.config = testing::SmallConfig();
+  o.config.num_heads = 5;  // 64 % 5 != 0
+  o.out = TempDir() + "/bad-config";
+  try {
+    Train(o);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("num_heads"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not divide d_model 64"), std::string::npos) << e.what();
+  }
+
+  // A checkpoint with nothing beside it to say its geometry.
+  fs::create_directories(TempDir() + "/lonely");
+  std::ofstream(TempDir() + "/lonely/checkpoint.pt") << "x";
+  try {
+    LoadBase(TempDir() + "/lonely/checkpoint.pt");
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no config.json or model.cact beside it"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace needle::train
