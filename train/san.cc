@@ -220,12 +220,31 @@ torch::Tensor SanImpl::Block(size_t li, const torch::Tensor& x, const TrainBatch
 
 torch::Tensor SanImpl::forward(const TrainBatch& b, int64_t window) { return Logits(Hidden(b, window)); }
 
+torch::Tensor SanImpl::Cells(const TrainBatch& b, int64_t window) {
+  std::vector<torch::Tensor> cells;
+  Hidden(b, window, &cells);
+  return torch::stack(cells, 2);  // [B, T, L + 1, d]
+}
+
+torch::Tensor SanImpl::HeadOutput(size_t head, const torch::Tensor& cells, const torch::Tensor& visible) {
+  const Head& h = heads.at(head);
+  const int64_t B = cells.size(0), d = c_.d_model, P = h.probes.size(0);
+  // Scores of every (position, layer) cell against every probe; softmax over
+  // the visible cells per probe (SPEC §2), then the weighted sum of the cells.
+  auto scores = torch::matmul(cells, h.probes.t()) / std::sqrt(static_cast<double>(d));  // [B, T, L+1, P]
+  scores = scores.masked_fill(visible.logical_not().unsqueeze(-1).unsqueeze(-1), -std::numeric_limits<float>::infinity());
+  const auto w = torch::softmax(scores.reshape({B, -1, P}), 1);                          // [B, N, P]
+  const auto pooled = torch::matmul(w.transpose(1, 2), cells.reshape({B, -1, d}));        // [B, P, d]
+  return torch::matmul(pooled.reshape({B, P * d}), h.proj.t()) + h.bias;
+}
+
 torch::Tensor SanImpl::Logits(const torch::Tensor& hidden) { return torch::matmul(hidden, embedding.t()); }
 
-torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window) {
+torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window, std::vector<torch::Tensor>* cells) {
   const int64_t B = b.tokens.size(0), T = b.tokens.size(1), d = c_.d_model, n = c_.mhc_lanes, L = c_.num_layers;
   const auto x0 = embedding.index_select(0, b.tokens.reshape({-1})).view({B, T, d}) * std::sqrt(static_cast<double>(d));
   auto X = x0.unsqueeze(2).expand({B, T, n, d}).contiguous();
+  if (cells) cells->assign(1, x0);
 
   // Packing mask (SPEC §4): same example, causal, within the window or a sink key.
   const auto sq = b.seg.unsqueeze(2), sk = b.seg.unsqueeze(1);
@@ -285,6 +304,7 @@ torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window) {
     }
     const auto y = Block(static_cast<size_t>(li), xin, b, bias, sink_key, rope_q, rope_qs, rope_q) - u;
     X = MixLanes(hres, X) + hpost.unsqueeze(-1) * y.unsqueeze(2);
+    if (cells) cells->push_back(X.mean(2));
   }
   return ZcRms(X.mean(2), final_norm);
 }

@@ -36,7 +36,11 @@ class SanImpl : public torch::nn::Module {
   torch::Tensor forward(const TrainBatch& b, int64_t window);
   // The final-norm hidden states [B, T, d] (forward without the tied vocab
   // projection), and that projection: training projects only target positions.
-  torch::Tensor Hidden(const TrainBatch& b, int64_t window);
+  torch::Tensor Hidden(const TrainBatch& b, int64_t window, std::vector<torch::Tensor>* cells = nullptr);
+  // The head cells of SPEC §2 [B, T, L+1, d]: x0 and the lane mean after each layer.
+  torch::Tensor Cells(const TrainBatch& b, int64_t window);
+  // heads[head] applied to cells, pooling over the `visible` positions [B, T] (bool).
+  torch::Tensor HeadOutput(size_t head, const torch::Tensor& cells, const torch::Tensor& visible);
   torch::Tensor Logits(const torch::Tensor& hidden);
 
   // fp32 weights in archive order, for ExportArchive; and the reverse.

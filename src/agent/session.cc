@@ -207,6 +207,7 @@ void Session::PrepareSinks(std::string_view query, double* prefill_seconds, uint
   }
   Feed(p.ids, false);
   state_->AttachPools(nullptr, 0);
+  sink_ids_ = p.ids;
   if (model_->confidence()) confidence_at_sinks_ = confidence_pool_;
   active_ = std::move(selection);
   if (active_.size() == tools_.size()) {
@@ -283,6 +284,9 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     confidence_pool_ = confidence_at_sinks_;  // the head scores the sink block plus this turn
     state_->AttachPools(pools, 1);
   }
+  turn_ids_.clear();
+  turn_ids_.reserve(ids.size() + opt_.max_think_tokens + call_budget + 64);  // no growth while decoding
+  turn_ids_.insert(turn_ids_.end(), ids.begin(), ids.end());
   auto t = Clock::now();
   Feed(ids, true);
   prefill_s += Since(t);
@@ -296,6 +300,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     next = Argmax(text_mask_.data());
     if (next < 0 || next == int32_t(kThinkEndId)) break;
     think.push_back(next);
+    turn_ids_.push_back(next);
     Feed(std::span<const int32_t>(&next, 1), true);
     ++decode_n;
   }
@@ -303,6 +308,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   std::vector<int32_t> bridge{int32_t(kThinkEndId)};
   tok.EncodeContinuation("\n", bridge);
   bridge.push_back(int32_t(kToolCallId));
+  turn_ids_.insert(turn_ids_.end(), bridge.begin(), bridge.end());
   Feed(bridge, true);
 
   // ---- the constrained call
@@ -331,6 +337,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     if (id == int32_t(kToolCallEndId)) break;
     if (!matcher_->AcceptToken(id)) throw Error(ErrorCode::kInternal, "grammar: an allowed token was rejected");
     call.push_back(id);
+    turn_ids_.push_back(id);
     Feed(std::span<const int32_t>(&id, 1), true);
     ++decode_n;
   }
@@ -344,9 +351,11 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
       if (!matcher_->AcceptToken(id)) throw Error(ErrorCode::kInternal, "grammar: completion token rejected");
       call.push_back(id);
     }
+    turn_ids_.insert(turn_ids_.end(), tail.begin(), tail.end());
     Feed(tail, false);
   }
   std::vector<int32_t> closing{int32_t(kToolCallEndId), int32_t(kImEndId), tok.eos_id()};
+  turn_ids_.insert(turn_ids_.end(), closing.begin(), closing.end());
   Feed(closing, false);
   decode_s += Since(t);
   state_->AttachPools(nullptr, 0);

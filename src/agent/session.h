@@ -91,6 +91,10 @@ class Session {
   EnvelopeType last_type() const { return last_type_; }
   // Tools in the context now (indices into tools()).
   const std::vector<uint32_t>& active_tools() const { return active_; }
+  // The tokens of the sink block, and of the last turn (context through EOS):
+  // together what the confidence head scored (rollouts for its training).
+  const std::vector<int32_t>& sink_ids() const { return sink_ids_; }
+  const std::vector<int32_t>& turn_ids() const { return turn_ids_; }
   // Bytes of the cache and scratch (constant while the sinks stay the same).
   uint64_t state_bytes() const;
   const Model& model() const { return *model_; }
@@ -128,6 +132,7 @@ class Session {
   std::unique_ptr<DecoderState> embed_state_;  // retrieval embeddings (no sinks)
   ProbePool confidence_pool_, confidence_at_sinks_, contrastive_pool_;
 
+  std::vector<int32_t> sink_ids_, turn_ids_;
   // Decode buffers, sized once per model.
   std::vector<float> logits_;
   std::vector<uint32_t> mask_, text_mask_;

@@ -53,7 +53,7 @@ template <typename T>
 void PutVector(std::string& out, const std::vector<T>& v) {
   const uint64_t n = v.size();
   out.append(reinterpret_cast<const char*>(&n), sizeof n);
-  out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(T));
+  if (n) out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(T));
 }
 
 template <typename T>
@@ -65,7 +65,7 @@ void GetVector(std::string_view& in, std::vector<T>& v, const char* what) {
   if (n != v.size()) throw Error(ErrorCode::kInvalidArgument, std::string("saved cache: ") + what + " has " + std::to_string(n) +
                                                                " entries, this cache " + std::to_string(v.size()) + " (another model or window?)");
   if (in.size() < n * sizeof(T)) throw Error(ErrorCode::kInvalidArgument, std::string("saved cache: truncated in ") + what);
-  std::memcpy(v.data(), in.data(), n * sizeof(T));
+  if (n) std::memcpy(v.data(), in.data(), n * sizeof(T));  // empty vectors may have a null data()
   in.remove_prefix(n * sizeof(T));
 }
 

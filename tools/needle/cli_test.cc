@@ -286,3 +286,71 @@ TEST(Cli, GenerateData) {
 }
 
 }  // namespace
+
+namespace {
+
+const std::string kAgentConfig = std::string(NEEDLE_SOURCE_DIR) + "/testdata/agent_small_config.json";
+
+std::string SmallAgentModel() {
+  const std::string path = TempDir() + "/agent.cact";
+  const Result r = RunNeedle("random --preset " + kAgentConfig + " --tokenizer bytes --seed 3 --out " + path);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return path;
+}
+
+TEST(Cli, RunPrintsAnEnvelope) {
+  const std::string model = SmallAgentModel();
+  const std::string tools = R"('[{"name":"set_timer","parameters":{"type":"object","properties":{"minutes":{"type":"integer","minimum":1,"maximum":90}},"required":["minutes"]}}]')";
+  Result r = RunNeedle("run --model " + model + " --tools " + tools + " --max-new-tokens 40 --max-think-tokens 4 'a timer for 5 minutes'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto env = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(env["success"].get<bool>());
+  for (const auto& c : env["function_calls"]) EXPECT_EQ(c["name"], "set_timer");
+  // Malformed tools and a missing query: one line, exit 2.
+  r = RunNeedle("run --model " + model + " --tools '[{\"name\": ' 'x'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("invalid_json"), std::string::npos) << r.err;
+  EXPECT_EQ(RunNeedle("run --model " + model + " --tools '[]'").code, 2);
+  EXPECT_EQ(RunNeedle("run --model " + TempDir() + "/missing.cact --tools '[]' q").code, 2);
+}
+
+TEST(Cli, ChatTranscript) {
+  const std::string model = SmallAgentModel();
+  const std::string tools = TempDir() + "/chat_tools.json";
+  std::ofstream(tools) << R"([{"name":"lights","parameters":{"type":"object","properties":{"on":{"type":"boolean"}},"required":["on"]}}])";
+  const std::string input = TempDir() + "/chat_in.txt";
+  std::ofstream(input) << "lights on\n{\"ok\":true}\n/reset\nlights off\n/quit\n";
+  const Result r = RunNeedle("chat --model " + model + " --tools " + tools + " --max-new-tokens 30 --max-think-tokens 4 < " + input);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"type\":"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("conversation reset"), std::string::npos) << r.out;
+}
+
+TEST(Cli, EvalReportsEveryMetric) {
+  const std::string model = SmallAgentModel();
+  const std::string data = TempDir() + "/eval.jsonl";
+  ASSERT_EQ(RunNeedle("generate-data --num 12 --seed 4 --split test --max-tools 3 --out " + data).code, 0);
+  const std::string preds = TempDir() + "/preds.jsonl", rollouts = TempDir() + "/rollouts.jsonl";
+  const Result r = RunNeedle("eval --model " + model + " --data " + data + " --max-new-tokens 48 --max-think-tokens 4 --jobs 2 --json --out " +
+                             preds + " --rollouts " + rollouts);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto rep = nlohmann::json::parse(r.out);
+  for (const char* k : {"exact_call", "tool_selection", "argument_precision", "argument_recall", "refusal_precision", "refusal_recall",
+                        "schema_valid", "mean_confidence_right", "mean_confidence_wrong", "mean_decode_tps", "turns"}) {
+    EXPECT_TRUE(rep.contains(k)) << k;
+  }
+  EXPECT_EQ(rep["schema_valid"].get<double>(), 100.0);  // the grammar: nonsense, but valid
+  EXPECT_GE(rep["turns"].get<int>(), 12);
+  // One prediction per turn, one rollout per first turn.
+  std::ifstream p(preds);
+  int lines = 0;
+  for (std::string l; std::getline(p, l);) ++lines;
+  EXPECT_EQ(lines, rep["turns"].get<int>());
+  std::ifstream ro(rollouts);
+  std::string first;
+  ASSERT_TRUE(std::getline(ro, first));
+  const auto roll = nlohmann::json::parse(first);
+  EXPECT_GT(roll["ids"].size(), roll["sink"].get<size_t>());
+}
+
+}  // namespace

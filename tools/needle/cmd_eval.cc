@@ -24,22 +24,64 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-// Calls compared as multisets of (name, arguments); argument objects compare
-// by value (key order and 10 vs 10.0 do not matter).
+std::string Trim(const std::string& v) {
+  const size_t b = v.find_first_not_of(" \t\n\r"), e = v.find_last_not_of(" \t\n\r");
+  return b == std::string::npos ? "" : v.substr(b, e - b + 1);
+}
+
+// Values as issue E compares them: numbers numerically, strings exactly after
+// trimming, objects by key (order free), arrays in order.
+bool SameValue(const json& a, const json& b) {
+  if (a.is_number() && b.is_number()) return a.get<double>() == b.get<double>();
+  if (a.is_string() && b.is_string()) return Trim(a.get<std::string>()) == Trim(b.get<std::string>());
+  if (a.is_object() && b.is_object()) {
+    if (a.size() != b.size()) return false;
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      if (!b.contains(it.key()) || !SameValue(it.value(), b[it.key()])) return false;
+    }
+    return true;
+  }
+  if (a.is_array() && b.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!SameValue(a[i], b[i])) return false;
+    }
+    return true;
+  }
+  return a == b;
+}
+
+json CallArguments(const json& call) { return call.contains("arguments") && call["arguments"].is_object() ? call["arguments"] : json::object(); }
+
+// Calls compared as multisets of (name, arguments).
 bool SameCalls(const json& got, const json& want) {
   if (!got.is_array() || !want.is_array() || got.size() != want.size()) return false;
   std::vector<bool> used(want.size(), false);
   for (const auto& g : got) {
     bool found = false;
     for (size_t i = 0; i < want.size() && !found; ++i) {
-      if (!used[i] && g.value("name", "") == want[i].value("name", "") &&
-          g.value("arguments", json::object()) == want[i].value("arguments", json::object())) {
-        used[i] = found = true;
-      }
+      if (!used[i] && g.value("name", "") == want[i].value("name", "") && SameValue(CallArguments(g), CallArguments(want[i]))) used[i] = found = true;
     }
     if (!found) return false;
   }
   return true;
+}
+
+// Argument pairs right / predicted / expected, calls paired by name in order.
+void CountArguments(const json& got, const json& want, uint64_t* right, uint64_t* predicted, uint64_t* expected) {
+  std::vector<bool> used(want.size(), false);
+  for (const auto& w : want) *expected += CallArguments(w).size();
+  for (const auto& g : got) {
+    const json ga = CallArguments(g);
+    *predicted += ga.size();
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (used[i] || want[i].value("name", "") != g.value("name", "")) continue;
+      used[i] = true;
+      const json wa = CallArguments(want[i]);
+      for (auto it = ga.begin(); it != ga.end(); ++it) *right += wa.contains(it.key()) && SameValue(it.value(), wa[it.key()]);
+      break;
+    }
+  }
 }
 
 std::vector<std::string> Names(const json& calls) {
@@ -53,6 +95,9 @@ struct Score {
   uint64_t turns = 0, exact = 0, selection = 0, valid = 0, errors = 0;
   uint64_t gold_refuse = 0, pred_refuse = 0, both_refuse = 0;
   uint64_t first_turns = 0, first_exact = 0, session_turns = 0, session_exact = 0;
+  uint64_t arg_right = 0, arg_predicted = 0, arg_expected = 0;
+  double conf_right = 0, conf_wrong = 0;
+  uint64_t n_conf_right = 0, n_conf_wrong = 0;
   double prefill_tps = 0, decode_tps = 0, peak_ram = 0;
   // Confidence calibration against exactness (10 bins).
   uint64_t bin_n[10] = {};
@@ -71,11 +116,14 @@ struct Score {
     }
     if (ok) ++valid; else ++errors;
     if (ok && Names(got) == Names(want)) ++selection;
+    if (ok) CountArguments(got, want, &arg_right, &arg_predicted, &arg_expected);
     const bool gr = want.empty(), pr = ok && got.empty();
     gold_refuse += gr, pred_refuse += pr, both_refuse += gr && pr;
     prefill_tps += e.prefill_tps, decode_tps += e.decode_tps;
     peak_ram = std::max(peak_ram, e.peak_ram_mb);
     if (e.confidence) {
+      (exact ? conf_right : conf_wrong) += *e.confidence;
+      ++(exact ? n_conf_right : n_conf_wrong);
       const int b = std::min(9, static_cast<int>(*e.confidence * 10));
       ++bin_n[b], bin_conf[b] += *e.confidence, bin_acc[b] += exact;
     }
@@ -83,6 +131,8 @@ struct Score {
   void Merge(const Score& o) {
     turns += o.turns, exact += o.exact, selection += o.selection, valid += o.valid, errors += o.errors;
     gold_refuse += o.gold_refuse, pred_refuse += o.pred_refuse, both_refuse += o.both_refuse;
+    arg_right += o.arg_right, arg_predicted += o.arg_predicted, arg_expected += o.arg_expected;
+    conf_right += o.conf_right, conf_wrong += o.conf_wrong, n_conf_right += o.n_conf_right, n_conf_wrong += o.n_conf_wrong;
     first_turns += o.first_turns, first_exact += o.first_exact, session_turns += o.session_turns, session_exact += o.session_exact;
     prefill_tps += o.prefill_tps, decode_tps += o.decode_tps, peak_ram = std::max(peak_ram, o.peak_ram);
     for (int b = 0; b < 10; ++b) bin_n[b] += o.bin_n[b], bin_conf[b] += o.bin_conf[b], bin_acc[b] += o.bin_acc[b];
@@ -95,6 +145,8 @@ struct Score {
     r["exact_call_first_turn"] = pct(first_exact, first_turns);
     r["exact_call_session_turns"] = pct(session_exact, session_turns);
     r["tool_selection"] = pct(selection, turns);
+    r["argument_precision"] = pct(arg_right, arg_predicted);
+    r["argument_recall"] = pct(arg_right, arg_expected);
     r["refusal_precision"] = pct(both_refuse, pred_refuse);
     r["refusal_recall"] = pct(both_refuse, gold_refuse);
     r["schema_valid"] = pct(valid, turns);
@@ -106,6 +158,8 @@ struct Score {
       if (bin_n[b]) ece += std::fabs(bin_conf[b] / bin_n[b] - bin_acc[b] / bin_n[b]) * bin_n[b] / double(n);
     }
     r["confidence_ece"] = n ? ojson(std::round(ece * 1000) / 1000) : ojson();
+    r["mean_confidence_right"] = n_conf_right ? ojson(std::round(conf_right / n_conf_right * 1000) / 1000) : ojson();
+    r["mean_confidence_wrong"] = n_conf_wrong ? ojson(std::round(conf_wrong / n_conf_wrong * 1000) / 1000) : ojson();
     r["mean_prefill_tps"] = turns ? std::round(prefill_tps / turns) : 0.0;
     r["mean_decode_tps"] = turns ? std::round(decode_tps / turns) : 0.0;
     r["peak_ram_mb"] = std::round(peak_ram * 10) / 10;
@@ -137,8 +191,11 @@ int RunEval(int argc, char** argv) {
              {"max-new-tokens", "N", "call budget per turn (default 256)"},
              {"max-think-tokens", "N", "reasoning budget per turn (default 64)"},
              {"long-session", "N", "also re-ask each single-turn example after N turns of other traffic"},
+             {"json", "", "print only the final JSON object (default: a table, then the JSON)"},
              {"failures", "FILE", "write the mispredicted turns (JSONL)"},
-             {"out", "FILE", "write the report JSON here too"}});
+             {"rollouts", "FILE", "write each first turn's tokens (sink block + turn) and whether the call was exact, JSONL (confidence-head training)"},
+             {"out", "PREDS.jsonl", "write every turn's prediction (input, expected calls, envelope)"},
+             {"report", "FILE", "write the final JSON object here too"}});
   if (!args.Parse(argc, argv)) return 0;
   const std::string data = args.Require("data");
   auto model = args.Has("model") ? Model::Open(args.Get("model")) : Model::Default();
@@ -167,21 +224,24 @@ int RunEval(int argc, char** argv) {
 
   std::mutex mu;
   Score total, turn1, turn_late;
-  std::vector<std::string> failures;
+  std::vector<std::string> failures, rollouts, predictions;
+  const bool want_rollouts = args.Has("rollouts"), want_preds = args.Has("out");
   std::atomic<size_t> next{0}, done{0};
   const auto t0 = std::chrono::steady_clock::now();
   auto worker = [&]() {
     Score local, l1, lN;
-    std::vector<std::string> fails;
+    std::vector<std::string> fails, rolls, preds;
     for (size_t i; (i = next++) < examples.size();) {
       const ojson& ex = examples[i];
       Session s(model, opt);
+      size_t turn = 0;
       auto record = [&](const Envelope& e, const ojson& want, bool first, Score& sc, const std::string& q) {
         sc.Add(e, json::parse(want.dump()), first);
-        if (!e.success() || !SameCalls(json::parse(e.function_calls.dump()), json::parse(want.dump()))) {
-          fails.push_back(ojson{{"index", i}, {"input", q}, {"want", want}, {"got", e.ToJson()}}.dump(
-              -1, ' ', false, ojson::error_handler_t::replace));
-        }
+        const bool exact = e.success() && SameCalls(json::parse(e.function_calls.dump()), json::parse(want.dump()));
+        const std::string line = ojson{{"index", i}, {"turn", turn++}, {"input", q}, {"exact", exact}, {"want", want}, {"got", e.ToJson()}}
+                                     .dump(-1, ' ', false, ojson::error_handler_t::replace);
+        if (want_preds) preds.push_back(line);
+        if (!exact) fails.push_back(line);
       };
       try {
         s.SetTools(ex["tools"]);
@@ -195,6 +255,12 @@ int RunEval(int argc, char** argv) {
       const ojson answers = ex.value("answers", ojson::array());
       const Envelope first = s.Query(q);
       record(first, answers, true, local, q);
+      if (want_rollouts && first.success()) {
+        std::vector<int32_t> ids = s.sink_ids();
+        ids.insert(ids.end(), s.turn_ids().begin(), s.turn_ids().end());
+        const bool exact = SameCalls(json::parse(first.function_calls.dump()), json::parse(answers.dump()));
+        rolls.push_back(json{{"index", i}, {"sink", s.sink_ids().size()}, {"exact", exact}, {"ids", ids}}.dump());
+      }
       if (ex.contains("turns") && ex["turns"].is_array()) {
         for (const auto& t : ex["turns"]) {
           Envelope e;
@@ -217,14 +283,19 @@ int RunEval(int argc, char** argv) {
         lN.Add(s.Query(q), json::parse(answers.dump()), true);
       }
       const size_t d = ++done;
-      if (d % 20 == 0) {
+      if (d % 5 == 0 || d == examples.size()) {
         std::lock_guard<std::mutex> lock(mu);
-        std::fprintf(stderr, "\reval: %zu/%zu", d, examples.size());
+        const int width = 30, fill = int(width * d / examples.size());
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::fprintf(stderr, "\reval [%.*s%*s] %zu/%zu  %.0f s, ETA %.0f s ", fill, "##############################", width - fill, "",
+                     d, examples.size(), secs, secs / d * (examples.size() - d));
       }
     }
     std::lock_guard<std::mutex> lock(mu);
     total.Merge(local), turn1.Merge(l1), turn_late.Merge(lN);
     failures.insert(failures.end(), fails.begin(), fails.end());
+    rollouts.insert(rollouts.end(), rolls.begin(), rolls.end());
+    predictions.insert(predictions.end(), preds.begin(), preds.end());
   };
   std::vector<std::thread> threads;
   for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(worker);
@@ -240,8 +311,25 @@ int RunEval(int argc, char** argv) {
                               {"turn_" + std::to_string(long_session + 2), turn_late.Report()}};
   }
   const std::string text = report.dump(2);
+  if (!args.Has("json")) {
+    std::printf("%-28s %s\n", "examples / turns", (std::to_string(examples.size()) + " / " + std::to_string(total.turns)).c_str());
+    for (const char* k : {"exact_call", "exact_call_first_turn", "exact_call_session_turns", "tool_selection", "argument_precision",
+                          "argument_recall", "refusal_precision", "refusal_recall", "schema_valid"}) {
+      std::printf("%-28s %.1f%%\n", k, report[k].get<double>());
+    }
+    std::printf("%-28s %s\n", "confidence right / wrong", (report["mean_confidence_right"].dump() + " / " + report["mean_confidence_wrong"].dump()).c_str());
+    std::printf("%-28s %s / %s tok/s\n\n", "prefill / decode", report["mean_prefill_tps"].dump().c_str(), report["mean_decode_tps"].dump().c_str());
+  }
   std::printf("%s\n", text.c_str());
-  if (args.Has("out")) std::ofstream(args.Get("out")) << text << "\n";
+  if (args.Has("report")) std::ofstream(args.Get("report")) << text << "\n";
+  if (want_preds) {
+    std::ofstream f(args.Get("out"));
+    for (const auto& l : predictions) f << l << "\n";
+  }
+  if (want_rollouts) {
+    std::ofstream f(args.Get("rollouts"));
+    for (const auto& l : rollouts) f << l << "\n";
+  }
   if (args.Has("failures")) {
     std::ofstream f(args.Get("failures"));
     for (const auto& l : failures) f << l << "\n";

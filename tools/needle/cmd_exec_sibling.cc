@@ -42,5 +42,6 @@ int ExecTokenizerTrain(int argc, char** argv) { ExecSibling("needle-tokenizer-tr
 int ExecTrain(int argc, char** argv) { ExecSibling("needle-train", "train", argc, argv); }
 int ExecFinetune(int argc, char** argv) { ExecSibling("needle-train", "finetune", argc, argv); }
 int ExecBuild(int argc, char** argv) { ExecSibling("needle-train", "build", argc, argv); }
+int ExecTrainHeads(int argc, char** argv) { ExecSibling("needle-train", "train-heads", argc, argv); }
 
 }  // namespace needle::cli
