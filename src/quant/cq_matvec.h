@@ -11,7 +11,7 @@
 // of 128) so the SIMD kernel can decode a plane of codes with one shift+mask:
 //   2-bit fields (2-bit, ternary): slot j*32 + i holds column 4i + j
 //   4-bit fields:                  slot j*64 + i holds column 2i + j
-//   3-bit fields:                  natural order (scalar kernel)
+//   3-bit fields:                  natural order (a group is decoded to bytes first)
 #pragma once
 
 #include <cstdint>
@@ -45,7 +45,7 @@ void QuantizeActivation(const float* rotated, uint32_t in_pad, uint32_t field_bi
 // y[r - r0] for rows [r0, r1). Scalar reference: readable, the yardstick.
 void CqMatVecA8Reference(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8& x, uint32_t r0,
                          uint32_t r1, float* y);
-// The same with SIMD where the width has a fast kernel (2-bit, ternary, 4-bit);
+// The same with SIMD for every width (2-bit, ternary, 3-bit, 4-bit);
 // results equal the reference up to float summation order.
 void CqMatVecA8(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8& x, uint32_t r0, uint32_t r1,
                 float* y);

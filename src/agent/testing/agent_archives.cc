@@ -1,6 +1,5 @@
 #include "agent/testing/agent_archives.h"
 
-#include "base/random.h"
 #include "io/tokenizer_blob.h"
 #include "model/export.h"
 #include "model/testing/archives.h"
@@ -20,23 +19,7 @@ std::vector<uint8_t> AgentArchive(uint64_t seed, bool contrastive, bool confiden
   std::vector<HeadSpec> heads;
   if (contrastive) heads.push_back(DefaultHeadSpec(HeadKind::kContrastive, c));
   if (confidence) heads.push_back(DefaultHeadSpec(HeadKind::kConfidence, c));
-  ModelWeights w = RandomWeights(c, heads, seed);
-  SplitMix64 rng(seed * 7919 + 1);
-  for (size_t i = 0; i < w.specs.size(); ++i) {
-    const TensorSpec& s = w.specs[i];
-    if (s.map_key == "heads.manifest") continue;
-    for (float& v : w.tensors[i]) {
-      if (s.storage == TensorStorage::kQuantized) {
-        v = static_cast<float>(rng.Normal() * (s.map_key == "embedding" ? 0.5 : 0.2));
-      } else if (s.map_key.rfind("heads.", 0) == 0) {
-        v = static_cast<float>(rng.Normal() * 0.1);
-      } else if (s.map_key == "mhc.b_res") {
-        v += static_cast<float>(rng.Normal() * 0.5);
-      } else {
-        v = static_cast<float>(v + rng.Normal() * 0.3);
-      }
-    }
-  }
+  ModelWeights w = NonTrivialWeights(c, heads, seed);
   return ExportArchive(w, ParseBitsMap("4", w.specs), ByteLevelTokenizer());
 }
 

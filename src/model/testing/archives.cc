@@ -21,14 +21,17 @@ ModelConfig SmallConfig() {
   return c;
 }
 
-std::vector<uint8_t> NonTrivialArchive(const ModelConfig& c, const std::string& bits, uint64_t seed) {
-  ModelWeights w = RandomWeights(c, {}, seed);
+ModelWeights NonTrivialWeights(const ModelConfig& c, const std::vector<HeadSpec>& heads, uint64_t seed) {
+  ModelWeights w = RandomWeights(c, heads, seed);
   SplitMix64 rng(seed * 7919 + 1);
   for (size_t i = 0; i < w.specs.size(); ++i) {
     const TensorSpec& s = w.specs[i];
+    if (s.map_key == "heads.manifest") continue;
     for (float& v : w.tensors[i]) {
       if (s.storage == TensorStorage::kQuantized) {
         v = static_cast<float>(rng.Normal() * (s.map_key == "embedding" ? 0.5 : 0.2));
+      } else if (s.map_key.rfind("heads.", 0) == 0) {
+        v = static_cast<float>(rng.Normal() * 0.1);
       } else if (s.map_key == "mhc.b_res") {
         v += static_cast<float>(rng.Normal() * 0.5);
       } else {
@@ -36,6 +39,11 @@ std::vector<uint8_t> NonTrivialArchive(const ModelConfig& c, const std::string& 
       }
     }
   }
+  return w;
+}
+
+std::vector<uint8_t> NonTrivialArchive(const ModelConfig& c, const std::string& bits, uint64_t seed) {
+  ModelWeights w = NonTrivialWeights(c, {}, seed);
   return ExportArchive(w, ParseBitsMap(bits, w.specs), ByteLevelTokenizer());
 }
 

@@ -8,6 +8,7 @@
 
 #include "base/model_config.h"
 #include "io/cact_archive.h"
+#include "model/export.h"  // ModelWeights
 
 namespace needle::testing {
 
@@ -16,5 +17,7 @@ ModelConfig SmallConfig();
 // Archive bytes for `c` with weights drawn larger than the SPEC init (std 0.2 for
 // matrices, norm scales and gates ~N(0, 0.3), taps all non-zero), quantized at `bits`.
 std::vector<uint8_t> NonTrivialArchive(const ModelConfig& c, const std::string& bits, uint64_t seed);
+// The same weights with `heads` (probes/projections ~N(0, 0.1)), before quantization.
+ModelWeights NonTrivialWeights(const ModelConfig& c, const std::vector<HeadSpec>& heads, uint64_t seed);
 
 }  // namespace needle::testing
