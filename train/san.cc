@@ -6,6 +6,8 @@
 #include "base/error.h"
 #include "train/lora.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 namespace needle::train {
 namespace {
 
@@ -175,16 +177,15 @@ void SanImpl::Import(const CactArchive& archive) {
   }
 }
 
-torch::Tensor SanImpl::Block(size_t li, const torch::Tensor& x, const TrainBatch& b, const torch::Tensor& mask,
-                             const torch::Tensor& sink_key, const torch::Tensor& rope_q, const torch::Tensor& rope_qs,
-                             const torch::Tensor& rope_k) {
-  const Layer& L = layers[li];
+torch::Tensor SanImpl::Block(const Layer& L, int64_t lora_layer, const torch::Tensor& x, const TrainBatch& b,
+                             const torch::Tensor& mask, const torch::Tensor& sink_key, const torch::Tensor& rope_q,
+                             const torch::Tensor& rope_qs, const torch::Tensor& rope_k) {
   const int64_t B = x.size(0), T = x.size(1), H = c_.num_heads, G = c_.num_kv_heads, hd = c_.head_dim();
   const int64_t d = c_.d_model, m = c_.hada_n(), half = hd / 2;
   // x W^T, plus the adapter's low-rank update when one is attached.
   auto proj = [&](LoraTarget t, const torch::Tensor& in, const torch::Tensor& w) {
     auto y = torch::matmul(in, w.t());
-    return lora_ ? y + lora_->Delta(li, t, in) : y;
+    return lora_ && lora_layer >= 0 ? y + lora_->Delta(static_cast<size_t>(lora_layer), t, in) : y;
   };
   const auto h = ZcRms(x, L.norm_in);
   auto q = ZcRms(proj(LoraTarget::kQ, h, L.q_proj).view({B, T, H, hd}), L.q_norm);
@@ -218,6 +219,70 @@ torch::Tensor SanImpl::Block(size_t li, const torch::Tensor& x, const TrainBatch
   return x1 + z;
 }
 
+SanImpl::AttentionInputs SanImpl::MakeAttentionInputs(const TrainBatch& b, int64_t window,
+                                                      const torch::TensorOptions& options) const {
+  const int64_t B = b.tokens.size(0), T = b.tokens.size(1);
+  // Packing mask (SPEC §4): same example, causal, within the window or a sink key.
+  const auto sq = b.seg.unsqueeze(2), sk = b.seg.unsqueeze(1);
+  const auto idx = torch::arange(T, b.tokens.options());
+  auto mask = (sq == sk) & (sq > 0) & (idx.unsqueeze(1) >= idx.unsqueeze(0)).unsqueeze(0);
+  if (window > 0) {
+    const auto near = (b.pos.unsqueeze(2) - b.pos.unsqueeze(1)) < window;
+    mask = mask & (near | b.sink.unsqueeze(1));
+  }
+  mask = mask | torch::eye(T, b.sink.options()).unsqueeze(0);  // padding rows attend to themselves (no NaN)
+  AttentionInputs a;
+  // Additive bias [B, 1, T, T], built once for all layers.
+  a.bias = torch::zeros({B, 1, T, T}, options).masked_fill(mask.unsqueeze(1).logical_not(), -std::numeric_limits<float>::infinity());
+  a.sink_key = b.sink.to(torch::kFloat32).unsqueeze(1).unsqueeze(-1);  // [B, 1, T, 1]
+  auto angles = [&](const torch::Tensor& pos) {
+    const auto r = pos.to(torch::kFloat64).unsqueeze(-1) * inv_freq_;
+    return torch::cat({torch::cos(r), torch::sin(r)}, -1).to(torch::kFloat32);  // [B, T, hd]
+  };
+  a.rope_q = angles(b.pos);
+  a.rope_qs = angles(b.sink_qpos);
+  return a;
+}
+
+void SanImpl::EnableMtp(uint64_t seed) {
+  if (mtp_enabled_) return;
+  torch::NoGradGuard no_grad;
+  const int64_t d = c_.d_model;
+  const Layer& last = layers.back();
+  auto copy = [&](const char* name, const torch::Tensor& t) { return register_parameter(std::string("mtp_") + name, t.detach().clone()); };
+  mtp_block = {copy("norm_in", last.norm_in),     copy("q_proj", last.q_proj),       copy("k_proj", last.k_proj),
+               copy("v_proj", last.v_proj),       copy("q_norm", last.q_norm),       copy("k_norm", last.k_norm),
+               copy("gate_proj", last.gate_proj), copy("out_proj", last.out_proj),   copy("post_norm", last.post_norm),
+               copy("attn_gate", last.attn_gate), copy("pre_hada", last.pre_hada),   copy("d1", last.d1),
+               copy("d2", last.d2),               copy("d3", last.d3)};
+  // [I | small]: at first the block sees the hidden state plus a little of the next token.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  auto combine = torch::cat({torch::eye(d), torch::randn({d, d}, gen) * 0.02}, 1);
+  mtp_combine = register_parameter("mtp_combine", combine);
+  mtp_emb_norm = register_parameter("mtp_emb_norm", torch::zeros({d}));
+  mtp_norm = register_parameter("mtp_norm", torch::zeros({d}));
+  mtp_enabled_ = true;
+}
+
+torch::Tensor SanImpl::MtpLoss(const TrainBatch& b, int64_t window, const torch::Tensor& hidden) {
+  if (!mtp_enabled_) throw Error(ErrorCode::kInternal, "MtpLoss without EnableMtp");
+  const int64_t B = b.tokens.size(0), T = b.tokens.size(1), d = c_.d_model;
+  // The next token of each position (PAD past the row's end).
+  const auto next = torch::cat({b.tokens.narrow(1, 1, T - 1), torch::full({B, 1}, int64_t(c_.pad_token_id), b.tokens.options())}, 1);
+  const auto e = ZcRms(embedding.index_select(0, next.reshape({-1})).view({B, T, d}) * std::sqrt(static_cast<double>(d)), mtp_emb_norm);
+  const auto x = torch::matmul(torch::cat({hidden, e}, -1), mtp_combine.t());
+  const AttentionInputs att = MakeAttentionInputs(b, window, hidden.options());
+  const auto h2 = ZcRms(Block(mtp_block, -1, x, b, att.bias, att.sink_key, att.rope_q, att.rope_qs, att.rope_q), mtp_norm);
+  // Position t predicts the target of position t + 1 (the token at t + 2), same example only.
+  const auto t2 = torch::cat({b.targets.narrow(1, 1, T - 1), torch::full({B, 1}, int64_t(-100), b.targets.options())}, 1);
+  const auto same = torch::cat({b.seg.narrow(1, 1, T - 1) == b.seg.narrow(1, 0, T - 1), torch::zeros({B, 1}, b.seg.options().dtype(torch::kBool))}, 1);
+  const auto flat = torch::where(same, t2, torch::full_like(t2, -100)).reshape({-1});
+  const auto at = (flat != -100).nonzero().squeeze(1);
+  if (at.numel() == 0) return torch::zeros({}, hidden.options());
+  const auto logits = Logits(h2.reshape({-1, d}).index_select(0, at));
+  return torch::nn::functional::cross_entropy(logits, flat.index_select(0, at));
+}
+
 torch::Tensor SanImpl::forward(const TrainBatch& b, int64_t window) { return Logits(Hidden(b, window)); }
 
 torch::Tensor SanImpl::Cells(const TrainBatch& b, int64_t window) {
@@ -246,24 +311,7 @@ torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window, std::vector<t
   auto X = x0.unsqueeze(2).expand({B, T, n, d}).contiguous();
   if (cells) cells->assign(1, x0);
 
-  // Packing mask (SPEC §4): same example, causal, within the window or a sink key.
-  const auto sq = b.seg.unsqueeze(2), sk = b.seg.unsqueeze(1);
-  const auto idx = torch::arange(T, b.tokens.options());
-  auto mask = (sq == sk) & (sq > 0) & (idx.unsqueeze(1) >= idx.unsqueeze(0)).unsqueeze(0);
-  if (window > 0) {
-    const auto near = (b.pos.unsqueeze(2) - b.pos.unsqueeze(1)) < window;
-    mask = mask & (near | b.sink.unsqueeze(1));
-  }
-  mask = mask | torch::eye(T, b.sink.options()).unsqueeze(0);  // padding rows attend to themselves (no NaN)
-  // Additive bias [B, 1, T, T], built once for all layers.
-  const auto bias = torch::zeros({B, 1, T, T}, x0.options()).masked_fill(mask.unsqueeze(1).logical_not(),
-                                                                         -std::numeric_limits<float>::infinity());
-  const auto sink_key = b.sink.to(torch::kFloat32).unsqueeze(1).unsqueeze(-1);  // [B, 1, T, 1]
-  auto angles = [&](const torch::Tensor& pos) {
-    const auto a = pos.to(torch::kFloat64).unsqueeze(-1) * inv_freq_;
-    return torch::cat({torch::cos(a), torch::sin(a)}, -1).to(torch::kFloat32);  // [B, T, hd]
-  };
-  const auto rope_q = angles(b.pos), rope_qs = angles(b.sink_qpos);
+  const AttentionInputs att = MakeAttentionInputs(b, window, x0.options());
 
   std::vector<float> pre_off(n), post_off(n);
   for (int64_t li = 0; li < L; ++li) {
@@ -302,7 +350,7 @@ torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window, std::vector<t
       const auto alpha = torch::sigmoid((RmsUnit(u) * RmsUnit(ek)).sum(-1, true) / std::sqrt(static_cast<double>(d)));
       xin = u + alpha * ev;
     }
-    const auto y = Block(static_cast<size_t>(li), xin, b, bias, sink_key, rope_q, rope_qs, rope_q) - u;
+    const auto y = Block(layers[size_t(li)], li, xin, b, att.bias, att.sink_key, att.rope_q, att.rope_qs, att.rope_q) - u;
     X = MixLanes(hres, X) + hpost.unsqueeze(-1) * y.unsqueeze(2);
     if (cells) cells->push_back(X.mean(2));
   }

@@ -65,6 +65,19 @@ class SanImpl : public torch::nn::Module {
     HeadSpec spec;
     torch::Tensor probes, proj, bias;
   };
+
+  // Multi-token prediction (SPEC §1, training aid, never exported): predicts
+  // the token after next from concat(h, ZCRMSNorm(E[next] * sqrt(d))) through
+  // a 2d -> d combine, one Block, a norm and the tied head. Registered only
+  // by EnableMtp (initialised from the last layer), so checkpoints without it
+  // load as before and checkpoints with it load into models without it.
+  void EnableMtp(uint64_t seed);
+  bool has_mtp() const { return mtp_enabled_; }
+  // Mean cross-entropy of the token after next, over the positions whose
+  // next position is a target of the same example. `hidden` = Hidden(b, window).
+  torch::Tensor MtpLoss(const TrainBatch& b, int64_t window, const torch::Tensor& hidden);
+  Layer mtp_block;
+  torch::Tensor mtp_combine, mtp_emb_norm, mtp_norm;
   torch::Tensor embedding;
   std::vector<Layer> layers;
   torch::Tensor a_pre, a_post, a_res, b_pre, b_post, b_res, phi_pre, phi_post, phi_res;
@@ -76,9 +89,15 @@ class SanImpl : public torch::nn::Module {
   // Tensors in archive order (excluding the tokenizer), aligned with BuildTensorSpecs.
   std::vector<torch::Tensor*> Ordered();
   std::vector<const torch::Tensor*> Ordered() const;
-  torch::Tensor Block(size_t li, const torch::Tensor& x, const TrainBatch& b, const torch::Tensor& mask,
+  // One Block of SPEC §1 with weights L; `lora_layer` < 0: no adapter.
+  torch::Tensor Block(const Layer& L, int64_t lora_layer, const torch::Tensor& x, const TrainBatch& b, const torch::Tensor& mask,
                       const torch::Tensor& sink_key, const torch::Tensor& rope_q, const torch::Tensor& rope_qs,
                       const torch::Tensor& rope_k);
+  // The packing mask as an additive bias and the RoPE angles, shared by every block.
+  struct AttentionInputs {
+    torch::Tensor bias, sink_key, rope_q, rope_qs;
+  };
+  AttentionInputs MakeAttentionInputs(const TrainBatch& b, int64_t window, const torch::TensorOptions& options) const;
 
   ModelConfig c_;
   std::vector<HeadSpec> head_specs_;
@@ -86,6 +105,7 @@ class SanImpl : public torch::nn::Module {
   torch::Tensor hadamard_;  // [m, m] normalised Walsh–Hadamard matrix
   torch::Tensor inv_freq_;  // [hd/2] float64
   std::shared_ptr<LoraImpl> lora_;
+  bool mtp_enabled_ = false;
 };
 TORCH_MODULE(San);
 

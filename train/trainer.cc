@@ -65,7 +65,11 @@ uint32_t RowLength(const std::vector<const EncodedPrompt*>& batch, int64_t max_l
 // Cross-entropy over the target positions only: the tied vocab projection
 // is the largest product of a small model, and most positions are prompt.
 torch::Tensor TargetLoss(San& model, const TrainBatch& b, int64_t window, torch::nn::functional::CrossEntropyFuncOptions::reduction_t reduction) {
-  const auto h = model->Hidden(b, window);
+  return TargetLossFromHidden(model, b, model->Hidden(b, window), reduction);
+}
+
+torch::Tensor TargetLossFromHidden(San& model, const TrainBatch& b, const torch::Tensor& h,
+                                   torch::nn::functional::CrossEntropyFuncOptions::reduction_t reduction) {
   const auto targets = b.targets.reshape({-1});
   const auto at = (targets != -100).nonzero().squeeze(1);
   const auto logits = model->Logits(h.reshape({-1, h.size(-1)}).index_select(0, at));
@@ -149,6 +153,7 @@ double Train(const TrainOptions& o) {
 
   const std::vector<HeadSpec> heads = {DefaultHeadSpec(HeadKind::kContrastive, config), DefaultHeadSpec(HeadKind::kConfidence, config)};
   San model(config, heads, o.seed);
+  if (o.mtp_weight > 0) model->EnableMtp(o.seed + 1);  // before the optimizer and the checkpoint load
   torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay).betas({0.9, 0.95}));
   int64_t step = 0;
   uint64_t tokens_seen = 0, consumed = 0;
@@ -214,13 +219,20 @@ double Train(const TrainOptions& o) {
     const TrainBatch b = TrainBatch::From(rows, config);
     const double lr = LearningRate(o, step);
     for (auto& group : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-    const auto loss = TargetLoss(model, b, o.window, torch::kMean);
+    const auto hidden = model->Hidden(b, o.window);
+    auto loss = TargetLossFromHidden(model, b, hidden, torch::kMean);
+    double mtp_loss = -1;
+    if (o.mtp_weight > 0) {
+      const auto m = model->MtpLoss(b, o.window, hidden);
+      mtp_loss = m.item<double>();
+      loss = loss + o.mtp_weight * m;  // the reported loss stays the main one
+    }
     opt.zero_grad();
     loss.backward();
     torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip);
     opt.step();
     ++step;
-    last_loss = loss.item<double>();
+    last_loss = o.mtp_weight > 0 ? loss.item<double>() - o.mtp_weight * mtp_loss : loss.item<double>();
     const uint64_t row_tokens = uint64_t(rows.rows) * rows.length;
     tokens_seen += row_tokens;
     tokens_this_run += row_tokens;
@@ -230,6 +242,7 @@ double Train(const TrainOptions& o) {
     std::fprintf(stderr, "\rstep %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  ETA %.1f min   ", (long long)step,
                  (long long)o.steps, last_loss, lr, tps, eta / 60.0);
     nlohmann::json rec = {{"step", step}, {"loss", last_loss}, {"lr", lr}, {"tokens", tokens_seen}, {"tok_per_s", tps}};
+    if (o.mtp_weight > 0) rec["mtp_loss"] = mtp_loss;
     if (!val.empty() && (step % o.eval_every == 0 || step == o.steps)) {
       val_loss = Evaluate(model, val, o);
       rec["val_loss"] = val_loss;

@@ -34,6 +34,7 @@ struct TrainOptions {
   bool resume = false;
   int64_t stop_at = 0;              // stop once this step is done, as if killed there (0 = run to `steps`)
   std::string bits = "4";           // width of the exported model.cact
+  double mtp_weight = 0;            // > 0: add the MTP block's loss (SPEC §1) with this weight
 };
 
 // Runs training; returns the final validation loss (or training loss without val).
@@ -56,5 +57,8 @@ uint32_t RowLength(const std::vector<const EncodedPrompt*>& batch, int64_t max_l
 // Cross-entropy over the target tokens only (mean or sum).
 torch::Tensor TargetLoss(San& model, const TrainBatch& b, int64_t window,
                          torch::nn::functional::CrossEntropyFuncOptions::reduction_t reduction);
+// The same from already computed hidden states (shared with the MTP loss).
+torch::Tensor TargetLossFromHidden(San& model, const TrainBatch& b, const torch::Tensor& hidden,
+                                   torch::nn::functional::CrossEntropyFuncOptions::reduction_t reduction);
 
 }  // namespace needle::train

@@ -39,7 +39,7 @@ namespace needle {
 
 struct SessionOptions {
   uint32_t threads = 1;             // compute threads of this session
-  uint32_t max_think_tokens = 64;   // reasoning budget per turn
+  uint32_t max_think_tokens = 96;   // reasoning budget per turn (the trained reasoning lines are ~20-60 tokens)
   uint32_t max_new_tokens = 256;    // call budget per turn (complete()'s default)
   uint32_t max_input_tokens = 4096; // one turn's text (query or tool result)
   uint32_t retrieval_top_k = 5;     // more declared tools than this: retrieval picks this many per query

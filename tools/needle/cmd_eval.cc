@@ -189,7 +189,7 @@ int RunEval(int argc, char** argv) {
              {"limit", "N", "first N examples only"},
              {"jobs", "K", "sessions evaluated in parallel (default 1)"},
              {"max-new-tokens", "N", "call budget per turn (default 256)"},
-             {"max-think-tokens", "N", "reasoning budget per turn (default 64)"},
+             {"max-think-tokens", "N", "reasoning budget per turn (default 96)"},
              {"long-session", "N", "also re-ask each single-turn example after N turns of other traffic"},
              {"json", "", "print only the final JSON object (default: a table, then the JSON)"},
              {"failures", "FILE", "write the mispredicted turns (JSONL)"},

@@ -46,7 +46,7 @@ std::vector<FlagSpec> SessionFlags() {
           {"system", "FILE|JSON|TEXT", "system facts: a JSON object (date, locale, device, battery, network, location, user, assistant) or key: value lines"},
           {"pin", "TEXT", "pin extra text in the sink block (custom sink), e.g. a user profile", true},
           {"max-new-tokens", "N", "call budget per turn (default 256)"},
-          {"max-think-tokens", "N", "reasoning budget per turn (default 64)"},
+          {"max-think-tokens", "N", "reasoning budget per turn (default 96)"},
           {"tool-index", "FILE", "persist tool embeddings for retrieval (more than 5 tools)"},
           {"threads", "K", "compute threads (default 1)"}};
 }

@@ -34,6 +34,7 @@ int RunTrain(int argc, char** argv) {
              {"threads", "K", "CPU threads (default 2)"},
              {"seed", "N", "seed (default 0)"},
              {"bits", "W|MAP", "width of the exported model.cact (default 4)"},
+             {"mtp-weight", "X", "add the multi-token-prediction loss (SPEC §1, training aid, not exported) with this weight (default 0)"},
              {"out", "DIR", "run directory (required)"},
              {"resume", "", "continue from DIR/checkpoint.pt"}});
   if (!args.Parse(argc, argv)) return 0;
@@ -57,6 +58,8 @@ int RunTrain(int argc, char** argv) {
   o.seed = static_cast<uint64_t>(args.GetInt("seed", 0));
   o.bits = args.Get("bits", o.bits);
   o.resume = args.Has("resume");
+  o.mtp_weight = args.GetDouble("mtp-weight", 0.0);
+  if (o.mtp_weight < 0) throw Error(ErrorCode::kInvalidArgument, "train: --mtp-weight must be >= 0");
   if (o.steps < 1 || o.batch_tokens < 1 || o.max_len < 8 || o.warmup < 0 || o.window < 0 || o.threads < 1 ||
       o.eval_every < 1 || o.checkpoint_every < 1 || !(o.lr > 0)) {
     throw Error(ErrorCode::kInvalidArgument, "train: steps, batch-tokens, threads, eval/checkpoint intervals and lr must be positive (max-len >= 8)");
