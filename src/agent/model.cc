@@ -6,11 +6,17 @@
 #include "base/error.h"
 #include "base/hash.h"
 
-// Weak so that the engine links without an embedded model (tests, tools);
-// capi/embedded_model.S defines them when models/needle-mini.cact exists.
+// Defined by the generated embedded_model.S when models/needle-mini.cact
+// exists (NEEDLE_EMBEDDED_MODEL: a strong reference, so static links pull it
+// in); weak otherwise, so the engine links and reports no_model.
+#if NEEDLE_EMBEDDED_MODEL
+#define NEEDLE_EMBEDDED_LINKAGE
+#else
+#define NEEDLE_EMBEDDED_LINKAGE __attribute__((weak))
+#endif
 extern "C" {
-extern const uint8_t needle_embedded_model_begin[] __attribute__((weak));
-extern const uint8_t needle_embedded_model_end[] __attribute__((weak));
+extern const uint8_t needle_embedded_model_begin[] NEEDLE_EMBEDDED_LINKAGE;
+extern const uint8_t needle_embedded_model_end[] NEEDLE_EMBEDDED_LINKAGE;
 }
 
 namespace needle {
@@ -38,7 +44,9 @@ std::shared_ptr<const Model> Model::FromStatic(std::span<const uint8_t> bytes) {
 }
 
 std::span<const uint8_t> Model::Embedded() {
+#if !NEEDLE_EMBEDDED_MODEL
   if (!needle_embedded_model_begin || !needle_embedded_model_end) return {};
+#endif
   return {needle_embedded_model_begin, size_t(needle_embedded_model_end - needle_embedded_model_begin)};
 }
 

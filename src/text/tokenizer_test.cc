@@ -290,6 +290,9 @@ TokenizerModel RunsOfA() {
 // 10 MB inputs in linear time: 1 MB and 10 MB of the same pattern should
 // differ by about 10x (a quadratic step would make it 100x).
 TEST(Tokenizer, TenMegabytesInLinearTime) {
+  // 10x the input: linear is 10x, n log n ~12x, quadratic 100x. 40x leaves room
+  // for a machine busy with other work (one timed run of the large input).
+  constexpr double kLinearBound = 40.0;
   const Tokenizer runs(RunsOfA());
   {
     size_t small_ids = 0, large_ids = 0;
@@ -297,7 +300,7 @@ TEST(Tokenizer, TenMegabytesInLinearTime) {
     const double small = SecondsToEncode(runs, text.substr(0, 1 << 20), 3, &small_ids);
     const double large = SecondsToEncode(runs, text, 1, &large_ids);
     EXPECT_EQ(large_ids, (10u << 20) / 16 + 1);  // "▁" then runs of 16
-    EXPECT_LT(large, 25 * small + 0.05) << "1 MB in " << small << " s, 10 MB in " << large << " s";
+    EXPECT_LT(large, kLinearBound * small + 0.05) << "1 MB in " << small << " s, 10 MB in " << large << " s";
   }
   const Tokenizer t(ReadSentencePieceModelFile(kGolden + "/tokenizer.model"));
   testing::TextRng rng(5);
@@ -324,7 +327,7 @@ TEST(Tokenizer, TenMegabytesInLinearTime) {
     const double small = SecondsToEncode(t, c.text.substr(0, 1 << 20), 3, &small_ids);
     const double large = SecondsToEncode(t, c.text, 1, &large_ids);
     EXPECT_GE(large_ids, 9 * small_ids) << c.name;
-    EXPECT_LT(large, 25 * small + 0.05) << c.name << ": 1 MB in " << small << " s, 10 MB in " << large << " s";
+    EXPECT_LT(large, kLinearBound * small + 0.05) << c.name << ": 1 MB in " << small << " s, 10 MB in " << large << " s";
     EXPECT_LT(large, 30.0) << c.name;
   }
 }
