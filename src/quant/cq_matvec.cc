@@ -27,6 +27,32 @@ using V8 = hn::Vec<hn::Full128<uint8_t>>;
 using V32 = hn::Vec<hn::Full128<int32_t>>;
 using VF = hn::Vec<hn::Full128<float>>;
 
+// 3-bit fields are packed in natural order (8 codes in 3 bytes), so there is
+// no shift+mask plane: a group is first decoded to 128 index bytes (once for
+// the whole tile of activations), then looked up and multiplied as below.
+// 8 codes (3 bytes) per 8 x u16 lanes: gather the two bytes holding each
+// code, shift each lane right by its own bit offset, keep 3 bits; two such
+// vectors give 16 index bytes (the low byte of every lane). The per-lane
+// shift is a MulHigh by 2^(16 - s) (variable u16 shifts are not on every
+// target), so every offset s must be >= 1: the group is copied one byte in,
+// and each code sits at bit 8 + 3i of the bytes loaded for its chunk.
+HWY_INLINE void DecodeGroup3(const uint8_t* codes, uint8_t* idx) {
+  const hn::Full128<uint8_t> d8;
+  const hn::Full128<uint16_t> d16;
+  alignas(16) static constexpr uint8_t kGather[16] = {0, 1, 1, 2, 1, 2, 2, 3, 2, 3, 2, 3, 3, 4, 3, 4};
+  alignas(16) static constexpr uint16_t kScale[8] = {1 << 8, 1 << 13, 1 << 10, 1 << 15, 1 << 12, 1 << 9, 1 << 14, 1 << 11};
+  alignas(16) uint8_t buf[64] = {};
+  std::memcpy(buf + 1, codes, 48);  // the 16-byte loads below reach past the group's 48 bytes
+  const auto gather = hn::Load(d8, kGather);
+  const auto scale = hn::Load(d16, kScale);
+  const auto seven = hn::Set(d16, 7);
+  for (int k = 0; k < 16; k += 2) {
+    const auto a = hn::And(hn::MulHigh(hn::BitCast(d16, hn::TableLookupBytes(hn::LoadU(d8, buf + 3 * k), gather)), scale), seven);
+    const auto b = hn::And(hn::MulHigh(hn::BitCast(d16, hn::TableLookupBytes(hn::LoadU(d8, buf + 3 * k + 3), gather)), scale), seven);
+    hn::Store(hn::ConcatEven(d8, hn::BitCast(d8, b), hn::BitCast(d8, a)), d8, idx + 8 * k);
+  }
+}
+
 // Integer sums for one (row, group) against kBatch activations, 2-bit fields:
 // 32 code bytes; byte i holds columns 4i..4i+3, plane j = (byte >> 2j) & 3.
 template <int kBatch, int kFieldBits>
@@ -40,8 +66,22 @@ HWY_INLINE void GroupDot(const uint8_t* codes, const V8 table, const int16_t* co
   constexpr int kPlanes = 8 / kFieldBits;            // fields per byte
   constexpr int kPlaneLen = 128 / kPlanes;           // columns per plane in a group
   constexpr int kLoads = 128 * kFieldBits / 8 / 16;  // 16-byte loads per group
-  const auto mask = hn::Set(d8, static_cast<uint8_t>((1 << kFieldBits) - 1));
   V32 unused = hn::Zero(d32);
+  if constexpr (kFieldBits == 3) {
+    alignas(16) uint8_t idx[128];
+    DecodeGroup3(codes, idx);
+    for (int c = 0; c < 128; c += 16) {
+      const auto lvl = hn::BitCast(di8, hn::TableLookupBytes(table, hn::Load(d8, idx + c)));
+      const auto lo = hn::PromoteTo(d16, hn::LowerHalf(dh8, lvl));
+      const auto hi = hn::PromoteTo(d16, hn::UpperHalf(dh8, lvl));
+      for (int b = 0; b < kBatch; ++b) {
+        sum[b] = hn::ReorderWidenMulAccumulate(d32, lo, hn::LoadU(d16, xq[b] + c), sum[b], unused);
+        sum[b] = hn::ReorderWidenMulAccumulate(d32, hi, hn::LoadU(d16, xq[b] + c + 8), sum[b], unused);
+      }
+    }
+    return;
+  }
+  const auto mask = hn::Set(d8, static_cast<uint8_t>((1 << kFieldBits) - 1));
   for (int l = 0; l < kLoads; ++l) {
     const auto v = hn::LoadU(d8, codes + 16 * l);
     for (int j = 0; j < kPlanes; ++j) {
@@ -81,76 +121,6 @@ void MatMulTile(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8*
         xq[b] = xs[b].q + g * 128;
       }
       GroupDot<kBatch, kFieldBits>(codes + g * group_bytes, table, xq, sum);
-      uint16_t nh;
-      std::memcpy(&nh, norms + g, 2);
-      const float norm = HalfToFloat(nh) * lv.scale;
-      for (int b = 0; b < kBatch; ++b) {
-        acc[b] = hn::MulAdd(hn::ConvertTo(df, sum[b]), hn::Set(df, norm * xs[b].scale[g]), acc[b]);
-      }
-    }
-    for (int b = 0; b < kBatch; ++b) y[b * y_stride + (r - r0)] = hn::GetLane(hn::SumOfLanes(df, acc[b]));
-  }
-}
-
-// 3-bit fields are packed in natural order (8 codes in 3 bytes), so there is
-// no shift+mask plane: a group is first decoded to 128 index bytes (once for
-// the whole tile of activations), then looked up and multiplied as above.
-// 8 codes (3 bytes) per 8 x u16 lanes: gather the two bytes holding each
-// code, shift each lane right by its own bit offset, keep 3 bits; two such
-// vectors give 16 index bytes (the low byte of every lane). The per-lane
-// shift is a MulHigh by 2^(16 - s) (variable u16 shifts are not on every
-// target), so every offset s must be >= 1: the group is copied one byte in,
-// and each code sits at bit 8 + 3i of the bytes loaded for its chunk.
-HWY_INLINE void DecodeGroup3(const uint8_t* codes, uint8_t* idx) {
-  const hn::Full128<uint8_t> d8;
-  const hn::Full128<uint16_t> d16;
-  alignas(16) static constexpr uint8_t kGather[16] = {0, 1, 1, 2, 1, 2, 2, 3, 2, 3, 2, 3, 3, 4, 3, 4};
-  alignas(16) static constexpr uint16_t kScale[8] = {1 << 8, 1 << 13, 1 << 10, 1 << 15, 1 << 12, 1 << 9, 1 << 14, 1 << 11};
-  alignas(16) uint8_t buf[64] = {};
-  std::memcpy(buf + 1, codes, 48);  // the 16-byte loads below reach past the group's 48 bytes
-  const auto gather = hn::Load(d8, kGather);
-  const auto scale = hn::Load(d16, kScale);
-  const auto seven = hn::Set(d16, 7);
-  for (int k = 0; k < 16; k += 2) {
-    const auto a = hn::And(hn::MulHigh(hn::BitCast(d16, hn::TableLookupBytes(hn::LoadU(d8, buf + 3 * k), gather)), scale), seven);
-    const auto b = hn::And(hn::MulHigh(hn::BitCast(d16, hn::TableLookupBytes(hn::LoadU(d8, buf + 3 * k + 3), gather)), scale), seven);
-    hn::Store(hn::ConcatEven(d8, hn::BitCast(d8, b), hn::BitCast(d8, a)), d8, idx + 8 * k);
-  }
-}
-
-template <int kBatch>
-void MatMulTile3(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8* xs, uint32_t r0, uint32_t r1,
-                 float* y, uint32_t y_stride) {
-  const hn::Full128<uint8_t> d8;
-  const hn::Full128<int8_t> di8;
-  const hn::Full64<int8_t> dh8;
-  const hn::Full128<int16_t> d16;
-  const hn::Full128<int32_t> d32;
-  const hn::Full128<float> df;
-  const auto table = hn::LoadU(d8, lv.level_u8);
-  const uint32_t groups = static_cast<uint32_t>(CqGroupsPerRow(w.in));
-  const uint64_t row_bytes = CqRowBytes(w.in, w.bits);
-  alignas(16) uint8_t idx[128];
-  for (uint32_t r = r0; r < r1; ++r) {
-    const uint8_t* codes = w.codes + r * row_bytes;
-    const uint16_t* norms = w.norms + uint64_t(r) * groups;
-    VF acc[kBatch];
-    for (int b = 0; b < kBatch; ++b) acc[b] = hn::Zero(df);
-    for (uint32_t g = 0; g < groups; ++g) {
-      DecodeGroup3(codes + g * 48, idx);
-      V32 sum[kBatch];
-      V32 unused = hn::Zero(d32);
-      for (int b = 0; b < kBatch; ++b) sum[b] = hn::Zero(d32);
-      for (int c = 0; c < 128; c += 16) {
-        const auto lvl = hn::BitCast(di8, hn::TableLookupBytes(table, hn::Load(d8, idx + c)));
-        const auto lo = hn::PromoteTo(d16, hn::LowerHalf(dh8, lvl));
-        const auto hi = hn::PromoteTo(d16, hn::UpperHalf(dh8, lvl));
-        for (int b = 0; b < kBatch; ++b) {
-          const int16_t* xq = xs[b].q + size_t(g) * 128 + c;
-          sum[b] = hn::ReorderWidenMulAccumulate(d32, lo, hn::LoadU(d16, xq), sum[b], unused);
-          sum[b] = hn::ReorderWidenMulAccumulate(d32, hi, hn::LoadU(d16, xq + 8), sum[b], unused);
-        }
-      }
       uint16_t nh;
       std::memcpy(&nh, norms + g, 2);
       const float norm = HalfToFloat(nh) * lv.scale;
@@ -240,8 +210,9 @@ bool MatMulSimd(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8*
                                         NEEDLE_TILE<5, 2>, NEEDLE_TILE<6, 2>, NEEDLE_TILE<7, 2>, NEEDLE_TILE<8, 2>};
   static constexpr TileFn kTiles4[8] = {NEEDLE_TILE<1, 4>, NEEDLE_TILE<2, 4>, NEEDLE_TILE<3, 4>, NEEDLE_TILE<4, 4>,
                                         NEEDLE_TILE<5, 4>, NEEDLE_TILE<6, 4>, NEEDLE_TILE<7, 4>, NEEDLE_TILE<8, 4>};
-  static constexpr TileFn kTiles3[8] = {MatMulTile3<1>, MatMulTile3<2>, MatMulTile3<3>, MatMulTile3<4>,
-                                        MatMulTile3<5>, MatMulTile3<6>, MatMulTile3<7>, MatMulTile3<8>};
+  // 3-bit: the 128-bit tile (its GroupDot decodes the natural-order group first).
+  static constexpr TileFn kTiles3[8] = {MatMulTile<1, 3>, MatMulTile<2, 3>, MatMulTile<3, 3>, MatMulTile<4, 3>,
+                                        MatMulTile<5, 3>, MatMulTile<6, 3>, MatMulTile<7, 3>, MatMulTile<8, 3>};
   for (uint32_t b0 = 0; b0 < batch; b0 += kTile) {
     const uint32_t nb = std::min<uint32_t>(kTile, batch - b0);
     (fb == 2 ? kTiles2 : fb == 3 ? kTiles3 : kTiles4)[nb - 1](w, lv, xs + b0, r0, r1, y + b0 * y_stride, y_stride);
