@@ -19,7 +19,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-bool MaskHas(const uint32_t* m, int32_t id) { return (m[size_t(id) >> 5] >> (id & 31)) & 1u; }
 void MaskSet(uint32_t* m, int32_t id) { m[size_t(id) >> 5] |= 1u << (id & 31); }
 
 nlohmann::ordered_json ToolsArray(const nlohmann::ordered_json& tools) {

@@ -120,6 +120,19 @@ void WindowSinkCache::Store(uint32_t layer, int64_t t, uint32_t head, const floa
   }
 }
 
+void WindowSinkCache::StoreQuantized(uint32_t layer, int64_t t, const int8_t* k, const float* ks, const int8_t* v,
+                                     const float* vs) {
+  const bool sink = IsSink(t);
+  const uint32_t slot = sink ? static_cast<uint32_t>(t) : RingSlot(t);
+  const uint32_t slots = sink ? g_.sink_capacity : g_.window;
+  const size_t r = Row(layer, slot, slots), s = ScaleRow(layer, slot, slots);
+  const size_t n = size_t(g_.kv_heads) * g_.head_dim, ns = size_t(g_.kv_heads) * groups_;
+  std::copy(k, k + n, &(sink ? k_sink_ : k_ring_)[r]);
+  std::copy(v, v + n, &(sink ? v_sink_ : v_ring_)[r]);
+  std::copy(ks, ks + ns, &(sink ? ks_sink_ : ks_ring_)[s]);
+  std::copy(vs, vs + ns, &(sink ? vs_sink_ : vs_ring_)[s]);
+}
+
 void WindowSinkCache::Commit(int64_t t) {
   tokens_ = t + 1;
   if (tokens_ == g_.sink_capacity) {

@@ -55,6 +55,9 @@ class WindowSinkCache {
 
   // Quantizes and stores one head's key (already rotated) and value for token t.
   void Store(uint32_t layer, int64_t t, uint32_t head, const float* k, const float* v);
+  // Stores token t's already quantized rows for every kv head (int8 mode):
+  // [kv_heads][head_dim] values and [kv_heads][groups] scales, as QuantizeKvRow makes them.
+  void StoreQuantized(uint32_t layer, int64_t t, const int8_t* k, const float* ks, const int8_t* v, const float* vs);
   // Advances the counter after all layers stored token t (t == tokens()).
   void Commit(int64_t t);
 

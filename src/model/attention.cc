@@ -101,6 +101,177 @@ bool AttendGroupSimd(const AttentionGroupArgs& a) {
   }
 }
 
+
+// Rows (token, head) in lanes: kRows = kAttentionBlockRows split into RV vectors.
+constexpr uint32_t kKeyBlock = 32;  // keys dequantized and scored together
+constexpr uint32_t kRows = kAttentionBlockRows;
+
+bool AttendBlockSimd(const AttentionBlockArgs& a) {
+#if HWY_TARGET == HWY_SCALAR
+  return false;
+#else
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<int32_t, decltype(df)> di32;
+  const hn::Rebind<int8_t, decltype(df)> di8;
+  const size_t N = hn::Lanes(df);
+  const uint32_t hd = a.head_dim, rows = a.tokens * a.heads;
+  if (N > kRows || kRows % N || hd % 32 || hd > kAttentionBlockMaxHeadDim || rows == 0 || rows > kRows) return false;
+  const uint32_t RV = static_cast<uint32_t>(kRows / N);
+  const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(hd));
+  using VF = decltype(hn::Zero(df));
+
+  // Queries transposed: [i][row], padding rows zero.
+  alignas(64) float qw_t[kAttentionBlockMaxHeadDim * kRows];
+  alignas(64) float qs_t[kAttentionBlockMaxHeadDim * kRows];
+  alignas(64) float o_t[kAttentionBlockMaxHeadDim * kRows];  // output accumulators [i][row]
+  alignas(64) float kf[kKeyBlock * kAttentionBlockMaxHeadDim];  // [key][i], scaled by 1/sqrt(hd)
+  alignas(64) float vf[kKeyBlock * kAttentionBlockMaxHeadDim];
+  alignas(64) float sc[kKeyBlock * kRows];  // scores, then probabilities [key][row]
+  alignas(64) float m[kRows], l[kRows];
+  alignas(64) int32_t wb[kRows], we[kRows];
+  std::fill(qw_t, qw_t + hd * kRows, 0.0f);
+  std::fill(qs_t, qs_t + hd * kRows, 0.0f);
+  std::fill(o_t, o_t + hd * kRows, 0.0f);
+  for (uint32_t r = 0; r < kRows; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+    wb[r] = we[r] = 0;  // padding rows see no window key
+  }
+  for (uint32_t r = 0; r < rows; ++r) {
+    const uint32_t t = r / a.heads, h = r % a.heads;
+    const float* qw = a.q_window + size_t(t) * a.q_stride + size_t(h) * hd;
+    const float* qs = a.q_sink + size_t(t) * a.q_stride + size_t(h) * hd;
+    for (uint32_t i = 0; i < hd; ++i) {
+      qw_t[i * kRows + r] = qw[i];
+      qs_t[i * kRows + r] = qs[i];
+    }
+    wb[r] = static_cast<int32_t>(a.window_begin[t]);
+    we[r] = static_cast<int32_t>(a.window_end[t]);
+  }
+
+  // One block of nk keys (slots s0.. of a run); window keys are numbered from w0.
+  auto block = [&](const KvRun& run, uint32_t s0, uint32_t nk, bool window, uint32_t w0) {
+    for (uint32_t j = 0; j < nk; ++j) {
+      const int8_t* k = run.k + size_t(s0 + j) * a.row_stride;
+      const int8_t* v = run.v + size_t(s0 + j) * a.row_stride;
+      const float* ks = run.ks + size_t(s0 + j) * a.scale_stride;
+      const float* vs = run.vs + size_t(s0 + j) * a.scale_stride;
+      for (uint32_t g = 0; g < hd / 32; ++g) {
+        const auto kscale = hn::Set(df, ks[g] * inv_sqrt), vscale = hn::Set(df, vs[g]);
+        for (uint32_t i = g * 32; i < g * 32 + 32; i += static_cast<uint32_t>(N)) {
+          hn::Store(hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, k + i))), kscale), df, kf + j * hd + i);
+          hn::Store(hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, v + i))), vscale), df, vf + j * hd + i);
+        }
+      }
+    }
+    // Scores: four keys at a time (independent accumulation chains).
+    const float* qt = window ? qw_t : qs_t;
+    for (uint32_t rv = 0; rv < RV; ++rv) {
+      const uint32_t lane0 = rv * static_cast<uint32_t>(N);
+      uint32_t j = 0;
+      for (; j + 4 <= nk; j += 4) {
+        VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+        const float* k0 = kf + j * hd;
+        for (uint32_t i = 0; i < hd; ++i) {
+          const auto q = hn::Load(df, qt + i * kRows + lane0);
+          a0 = hn::MulAdd(hn::Set(df, k0[i]), q, a0);
+          a1 = hn::MulAdd(hn::Set(df, k0[hd + i]), q, a1);
+          a2 = hn::MulAdd(hn::Set(df, k0[2 * hd + i]), q, a2);
+          a3 = hn::MulAdd(hn::Set(df, k0[3 * hd + i]), q, a3);
+        }
+        hn::Store(a0, df, sc + j * kRows + lane0);
+        hn::Store(a1, df, sc + (j + 1) * kRows + lane0);
+        hn::Store(a2, df, sc + (j + 2) * kRows + lane0);
+        hn::Store(a3, df, sc + (j + 3) * kRows + lane0);
+      }
+      for (; j < nk; ++j) {
+        VF a0 = hn::Zero(df);
+        for (uint32_t i = 0; i < hd; ++i) a0 = hn::MulAdd(hn::Set(df, kf[j * hd + i]), hn::Load(df, qt + i * kRows + lane0), a0);
+        hn::Store(a0, df, sc + j * kRows + lane0);
+      }
+    }
+    // Online softmax: new running max, rescale what was accumulated, probabilities
+    // (zero outside each row's window), then the values.
+    for (uint32_t rv = 0; rv < RV; ++rv) {
+      const uint32_t lane0 = rv * static_cast<uint32_t>(N);
+      const auto vb = hn::Load(di32, wb + lane0), ve = hn::Load(di32, we + lane0);
+      auto visible = [&](uint32_t j) {
+        const auto w = hn::Set(di32, static_cast<int32_t>(w0 + j));
+        return hn::RebindMask(df, hn::AndNot(hn::Lt(w, vb), hn::Lt(w, ve)));
+      };
+      const auto neg_inf = hn::Set(df, -INFINITY);
+      const auto m_old = hn::Load(df, m + lane0);
+      auto m_new = m_old;
+      for (uint32_t j = 0; j < nk; ++j) {
+        auto s = hn::Load(df, sc + j * kRows + lane0);
+        if (window) s = hn::IfThenElse(visible(j), s, neg_inf);
+        m_new = hn::Max(m_new, s);
+      }
+      // Lanes with no visible key yet keep m = -inf: use 0 there so no inf - inf.
+      const auto finite = hn::Gt(m_new, neg_inf);
+      const auto m_use = hn::IfThenElseZero(finite, m_new);
+      const auto corr = hn::IfThenElseZero(finite, hn::Exp(df, hn::Sub(m_old, m_use)));
+      auto lsum = hn::Mul(hn::Load(df, l + lane0), corr);
+      for (uint32_t j = 0; j < nk; ++j) {
+        auto p = hn::Exp(df, hn::Sub(hn::Load(df, sc + j * kRows + lane0), m_use));
+        if (window) p = hn::IfThenElseZero(visible(j), p);
+        else p = hn::IfThenElseZero(finite, p);
+        hn::Store(p, df, sc + j * kRows + lane0);
+        lsum = hn::Add(lsum, p);
+      }
+      hn::Store(m_new, df, m + lane0);
+      hn::Store(lsum, df, l + lane0);
+      // Values: 16 output dims held in registers across the block's keys.
+      for (uint32_t i0 = 0; i0 < hd; i0 += 16) {
+        VF acc[16];
+        for (uint32_t ii = 0; ii < 16; ++ii) acc[ii] = hn::Mul(hn::Load(df, o_t + (i0 + ii) * kRows + lane0), corr);
+        for (uint32_t j = 0; j < nk; ++j) {
+          const auto p = hn::Load(df, sc + j * kRows + lane0);
+          const float* vj = vf + j * hd + i0;
+          for (uint32_t ii = 0; ii < 16; ++ii) acc[ii] = hn::MulAdd(hn::Set(df, vj[ii]), p, acc[ii]);
+        }
+        for (uint32_t ii = 0; ii < 16; ++ii) hn::Store(acc[ii], df, o_t + (i0 + ii) * kRows + lane0);
+      }
+    }
+  };
+
+  for (uint32_t r = 0; r < a.num_sink_runs; ++r) {
+    for (uint32_t s0 = 0; s0 < a.sink_runs[r].count; s0 += kKeyBlock) {
+      block(a.sink_runs[r], s0, std::min(kKeyBlock, a.sink_runs[r].count - s0), false, 0);
+    }
+  }
+  uint32_t w0 = 0;
+  for (uint32_t r = 0; r < a.num_window_runs; ++r) {
+    const KvRun& run = a.window_runs[r];
+    for (uint32_t s0 = 0; s0 < run.count; s0 += kKeyBlock) {
+      const uint32_t nk = std::min(kKeyBlock, run.count - s0);
+      // Skip blocks no row can see.
+      bool any = false;
+      for (uint32_t t = 0; t < a.tokens && !any; ++t) any = w0 + s0 < a.window_end[t] && w0 + s0 + nk > a.window_begin[t];
+      if (any) block(run, s0, nk, true, w0 + s0);
+    }
+    w0 += run.count;
+  }
+  for (uint32_t r = 0; r < rows; ++r) {
+    const uint32_t t = r / a.heads, h = r % a.heads;
+    float* o = a.out + size_t(t) * a.out_stride + size_t(h) * hd;
+    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+    for (uint32_t i = 0; i < hd; ++i) o[i] = o_t[i * kRows + r] * inv;
+  }
+  return true;
+#endif
+}
+
+// Lanes of the block kernel's float vectors on this target; 0 when it has none.
+uint32_t AttendBlockLanes() {
+#if HWY_TARGET == HWY_SCALAR
+  return 0;
+#else
+  const size_t n = hn::Lanes(hn::ScalableTag<float>());
+  return n <= kRows && kRows % n == 0 ? static_cast<uint32_t>(n) : 0;
+#endif
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace needle
 HWY_AFTER_NAMESPACE();
@@ -109,6 +280,8 @@ HWY_AFTER_NAMESPACE();
 namespace needle {
 
 HWY_EXPORT(AttendGroupSimd);
+HWY_EXPORT(AttendBlockSimd);
+HWY_EXPORT(AttendBlockLanes);
 
 void AttendGroupReference(const AttentionGroupArgs& a) {
   const uint32_t hd = a.head_dim, H = a.heads;
@@ -151,6 +324,45 @@ void AttendGroupReference(const AttentionGroupArgs& a) {
       }
     }
   }
+}
+
+void AttendBlockReference(const AttentionBlockArgs& a, float* scores) {
+  for (uint32_t t = 0; t < a.tokens; ++t) {
+    // The token's keys as runs: every sink run, then the slice [begin, end) of the window runs.
+    KvRun runs[16];
+    uint32_t nr = 0;
+    for (uint32_t r = 0; r < a.num_sink_runs && nr < 16; ++r) runs[nr] = a.sink_runs[r], runs[nr++].sink = true;
+    uint32_t w0 = 0;
+    for (uint32_t r = 0; r < a.num_window_runs && nr < 16; ++r) {
+      const KvRun& run = a.window_runs[r];
+      const uint32_t b = std::max(w0, a.window_begin[t]), e = std::min(w0 + run.count, a.window_end[t]);
+      if (b < e) {
+        const uint32_t s = b - w0;
+        runs[nr++] = {run.k + size_t(s) * a.row_stride, run.ks + size_t(s) * a.scale_stride,
+                      run.v + size_t(s) * a.row_stride, run.vs + size_t(s) * a.scale_stride, e - b, false};
+      }
+      w0 += run.count;
+    }
+    AttentionGroupArgs g;
+    g.q_window = a.q_window + size_t(t) * a.q_stride;
+    g.q_sink = a.q_sink + size_t(t) * a.q_stride;
+    g.heads = a.heads;
+    g.head_dim = a.head_dim;
+    g.row_stride = a.row_stride;
+    g.scale_stride = a.scale_stride;
+    g.runs = runs;
+    g.num_runs = nr;
+    g.scores = scores;
+    g.out = a.out + size_t(t) * a.out_stride;
+    AttendGroupReference(g);
+  }
+}
+
+bool AttendBlock(const AttentionBlockArgs& a) { return HWY_DYNAMIC_DISPATCH(AttendBlockSimd)(a); }
+
+bool AttendBlockAvailable(uint32_t heads, uint32_t head_dim) {
+  return heads >= 1 && heads <= kAttentionBlockRows && head_dim % 32 == 0 && head_dim <= kAttentionBlockMaxHeadDim &&
+         HWY_DYNAMIC_DISPATCH(AttendBlockLanes)() != 0;
 }
 
 void AttendGroup(const AttentionGroupArgs& a) {

@@ -35,4 +35,39 @@ struct AttentionGroupArgs {
 void AttendGroupReference(const AttentionGroupArgs& a);
 void AttendGroup(const AttentionGroupArgs& a);  // SIMD when head_dim % 32 == 0
 
+// Prefill: a block of consecutive query tokens of one GQA group at once. Every
+// token sees all the sink keys (scored with its sink-rotated query) and an
+// interval of the window keys (its causal window), one softmax over both.
+// Query rows (token, head) sit in vector lanes, so each key is dequantized
+// once for the whole block and every product is a vertical multiply-add — no
+// per-key horizontal sums as in AttendGroup; the softmax runs online over key
+// blocks, so the scratch is a few stack buffers whatever the cache length.
+inline constexpr uint32_t kAttentionBlockRows = 16;  // tokens * heads per call
+inline constexpr uint32_t kAttentionBlockMaxHeadDim = 128;
+
+struct AttentionBlockArgs {
+  const float* q_window;  // token t, head h at q_window + t * q_stride + h * head_dim
+  const float* q_sink;    // the same layout, rotated for the sink scores
+  uint32_t q_stride;
+  uint32_t tokens;  // tokens * heads <= kAttentionBlockRows
+  uint32_t heads, head_dim;
+  uint32_t row_stride, scale_stride;  // as in AttentionGroupArgs (same for every run)
+  const KvRun* sink_runs;  // visible to every token
+  uint32_t num_sink_runs;
+  const KvRun* window_runs;  // the window keys in position order
+  uint32_t num_window_runs;
+  const uint32_t* window_begin;  // per token: visible window keys [begin, end) of that sequence
+  const uint32_t* window_end;
+  float* out;  // token t, head h at out + t * out_stride + h * head_dim
+  uint32_t out_stride;
+};
+
+// Token by token through AttendGroupReference; scores: heads * (sink + window keys) floats.
+void AttendBlockReference(const AttentionBlockArgs& a, float* scores);
+// false (nothing written) when this target or geometry has no block kernel:
+// head_dim % 32 != 0 or > kAttentionBlockMaxHeadDim, too many rows, no SIMD.
+bool AttendBlock(const AttentionBlockArgs& a);
+// Whether AttendBlock runs on this machine for this geometry (tokens * heads <= 16 rows).
+bool AttendBlockAvailable(uint32_t heads, uint32_t head_dim);
+
 }  // namespace needle

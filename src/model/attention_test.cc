@@ -50,6 +50,98 @@ TEST(AttendGroup, SimdEqualsReference) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// The block kernel (query rows in lanes, online softmax) equals the token-by-token
+// reference: several GQA sizes, head sizes, token counts, sinks or none, a
+// wrapped window plus a chunk run, windows that start at different keys
+// (some blocks entirely invisible to some tokens).
+TEST(AttendBlock, SimdEqualsReference) {
+  uint32_t checked = 0;
+  for (uint32_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (uint32_t heads : {1u, 2u, 4u}) {
+      for (uint32_t hd : {32u, 64u, 128u}) {
+        for (uint32_t sinks : {0u, 45u}) {
+          SplitMix64 rng(heads * 1000 + hd + sinks);
+          const uint32_t kv_heads = 2, groups = hd / 32, slots = 150;
+          const uint32_t row = kv_heads * hd, srow = kv_heads * groups;
+          std::vector<int8_t> k(slots * row), v(slots * row);
+          std::vector<float> ks(slots * srow), vs(slots * srow);
+          for (auto& x : k) x = static_cast<int8_t>(int(rng.Next() % 255) - 127);
+          for (auto& x : v) x = static_cast<int8_t>(int(rng.Next() % 255) - 127);
+          for (auto& x : ks) x = static_cast<float>(0.01 + rng.Uniform() * 0.05);
+          for (auto& x : vs) x = static_cast<float>(0.01 + rng.Uniform() * 0.02);
+          const uint32_t tokens = 16 / heads;
+          const uint32_t qstride = 3 * heads * hd;  // room around the group's heads
+          std::vector<float> qw(tokens * qstride), qs(tokens * qstride);
+          for (auto& x : qw) x = static_cast<float>(rng.Normal());
+          for (auto& x : qs) x = static_cast<float>(rng.Normal());
+          const uint32_t g = 1;
+          auto run = [&](uint32_t first, uint32_t count) {
+            return KvRun{&k[first * row + g * hd], &ks[first * srow + g * groups], &v[first * row + g * hd],
+                         &vs[first * srow + g * groups], count, false};
+          };
+          KvRun sink_runs[1] = {run(0, sinks)};
+          // Window sequence: 40 keys at slots 100.., 37 at slots 50.. (a wrapped ring), then the chunk.
+          KvRun window_runs[3] = {run(100, 40), run(50, 37), run(60, tokens)};
+          std::vector<uint32_t> begin(tokens), end(tokens);
+          for (uint32_t t = 0; t < tokens; ++t) {
+            end[t] = 77 + t + 1;
+            begin[t] = t % 3 == 0 ? 0 : std::min<uint32_t>(end[t] - 1, 33 + 3 * t);  // some windows skip whole blocks
+          }
+          AttentionBlockArgs a{};
+          a.q_window = qw.data() + heads * hd;
+          a.q_sink = qs.data() + heads * hd;
+          a.q_stride = qstride;
+          a.tokens = tokens;
+          a.heads = heads;
+          a.head_dim = hd;
+          a.row_stride = row;
+          a.scale_stride = srow;
+          a.sink_runs = sink_runs;
+          a.num_sink_runs = sinks ? 1 : 0;
+          a.window_runs = window_runs;
+          a.num_window_runs = 3;
+          a.window_begin = begin.data();
+          a.window_end = end.data();
+          std::vector<float> out1(tokens * qstride, 7.0f), out2(tokens * qstride, 7.0f);
+          std::vector<float> scores(heads * (sinks + 77 + tokens));
+          a.out = out1.data();
+          a.out_stride = qstride;
+          AttendBlockReference(a, scores.data());
+          a.out = out2.data();
+          if (!AttendBlock(a)) continue;  // a target without the kernel: the caller falls back
+          ++checked;
+          for (size_t i = 0; i < out1.size(); ++i) {
+            ASSERT_NEAR(out1[i], out2[i], 1e-4f * (1.0f + std::fabs(out1[i])))
+                << hwy::TargetName(target) << " heads " << heads << " hd " << hd << " sinks " << sinks << " i " << i;
+          }
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  EXPECT_GT(checked, 0u);  // x86 and Arm always have a target with the kernel
+}
+
+TEST(AttendBlock, RefusesWhatItCannotDo) {
+  std::vector<float> q(16 * 256), out(16 * 256);
+  uint32_t b = 0, e = 1;
+  AttentionBlockArgs a{};
+  a.q_window = a.q_sink = q.data();
+  a.tokens = 1;
+  a.heads = 1;
+  a.head_dim = 24;  // not a multiple of 32
+  a.window_begin = &b;
+  a.window_end = &e;
+  a.out = out.data();
+  EXPECT_FALSE(AttendBlock(a));
+  a.head_dim = 256;  // over the stack buffers
+  EXPECT_FALSE(AttendBlock(a));
+  a.head_dim = 64;
+  a.tokens = 17;  // more rows than lanes
+  EXPECT_FALSE(AttendBlock(a));
+}
+
 TEST(AttendGroup, NoKeysGivesZeros) {
   std::vector<float> q(64, 1.0f), out(64, 5.0f), sc(1);
   AttentionGroupArgs a{q.data(), q.data(), 1, 64, 64, 2, nullptr, 0, sc.data(), out.data()};

@@ -155,6 +155,63 @@ void RunAttentionRange(void* ctx, uint32_t g0, uint32_t g1) {
   }
 }
 
+// f(p) for p in [0, n), split across the pool in contiguous ranges: the
+// per-token work of a chunk (norms, rotations, the MLP) beside the matrix products.
+template <class F>
+void ForEachToken(ThreadPool* pool, uint32_t n, F& f) {
+  if (!pool || n < 2) {
+    for (uint32_t p = 0; p < n; ++p) f(p);
+    return;
+  }
+  pool->ParallelFor(
+      n,
+      [](void* ctx, uint32_t b, uint32_t e) {
+        F& fn = *static_cast<F*>(ctx);
+        for (uint32_t p = b; p < e; ++p) fn(p);
+      },
+      &f);
+}
+
+// Below this many tokens a chunk attends token by token: a block of 16 lanes
+// holding 2-3 query rows wastes more than the per-key sums it saves.
+constexpr uint32_t kMinBlockAttentionTokens = 4;
+
+// Prefill (every token past the sinks): blocks of consecutive tokens of one kv
+// group through AttendBlock; task = group * blocks + block.
+struct BlockAttentionJob {
+  AttentionBlockArgs base;  // everything but the group and token offsets
+  uint32_t groups, blocks, tokens_per_block, total_tokens, hd, group_heads, ngk;
+  KvRun sink_runs[1], window_runs[3];
+};
+
+void RunBlockAttentionRange(void* ctx, uint32_t b, uint32_t e) {
+  const auto* j = static_cast<const BlockAttentionJob*>(ctx);
+  for (uint32_t task = b; task < e; ++task) {
+    const uint32_t g = task / j->blocks, blk = task % j->blocks;
+    const uint32_t t0 = blk * j->tokens_per_block;
+    AttentionBlockArgs a = j->base;
+    KvRun sinks[1], window[3];
+    for (uint32_t r = 0; r < a.num_sink_runs; ++r) {
+      sinks[r] = j->sink_runs[r];
+      sinks[r].k += g * j->hd, sinks[r].v += g * j->hd, sinks[r].ks += g * j->ngk, sinks[r].vs += g * j->ngk;
+    }
+    for (uint32_t r = 0; r < a.num_window_runs; ++r) {
+      window[r] = j->window_runs[r];
+      window[r].k += g * j->hd, window[r].v += g * j->hd, window[r].ks += g * j->ngk, window[r].vs += g * j->ngk;
+    }
+    a.sink_runs = sinks;
+    a.window_runs = window;
+    const size_t head_off = size_t(g) * j->group_heads * j->hd;
+    a.q_window += size_t(t0) * a.q_stride + head_off;
+    a.q_sink += size_t(t0) * a.q_stride + head_off;
+    a.out += size_t(t0) * a.out_stride + head_off;
+    a.window_begin += t0;
+    a.window_end += t0;
+    a.tokens = std::min(j->tokens_per_block, j->total_tokens - t0);
+    AttendBlock(a);
+  }
+}
+
 // fp32 mode: the same attention over fp32 K/V, plainly.
 void AttendFloat(const WindowSinkCache& cache, uint32_t li, int64_t P, int64_t S, int64_t n_sink, int64_t first,
                  uint32_t hd, uint32_t H, uint32_t group, const float* qw, const float* qs, float* sc, float* out) {
@@ -200,20 +257,30 @@ void AttendFloat(const WindowSinkCache& cache, uint32_t li, int64_t P, int64_t S
 struct DecoderState::Scratch {
   uint32_t C = 0;
   std::vector<float> X, nx, u, xin, h, proj_pre, proj_post, proj_res, hpre, hpost, hres;
-  std::vector<float> e, ek, ev0, q, k, v, gate, o, a, x1, z, scores, qw, qs, rope_w, rope_s, mean;
+  std::vector<float> e, ek, ev0, q, k, v, gate, o, a, x1, scores, qw, qs, rope_w, rope_s, mean;
   std::vector<float> rotated;  // [C][in_pad_max]
   std::vector<int16_t> act_q;  // [C][in_pad_max]
   std::vector<float> act_scale;  // [C][groups_max]
   std::vector<ActivationQ8> acts;  // [C]
+  // Prefill through AttendBlock: the chunk's sink-rotated queries [C][H*hd], its
+  // K/V quantized as the cache stores them ([C][kv], scales [C][G*groups]; the
+  // cache slots are written only after the whole chunk attended, since they may
+  // still hold keys an earlier query of the chunk sees), each token's window.
+  std::vector<float> qs_chunk, cks, cvs;
+  std::vector<int8_t> ck, cv;
+  std::vector<uint32_t> win_begin, win_end;
   uint32_t in_pad_max = 0;
   bool fp32 = false;
+  bool block_attention = false;
 
   uint64_t bytes() const {
     uint64_t b = 0;
     for (const auto* v : {&X, &nx, &u, &xin, &h, &proj_pre, &proj_post, &proj_res, &hpre, &hpost, &hres, &e, &ek, &ev0,
-                          &q, &k, &v, &gate, &o, &a, &x1, &z, &scores, &qw, &qs, &rope_w, &rope_s, &mean, &rotated, &act_scale}) {
+                          &q, &k, &v, &gate, &o, &a, &x1, &scores, &qw, &qs, &rope_w, &rope_s, &mean, &rotated, &act_scale}) {
       b += v->capacity() * sizeof(float);
     }
+    for (const auto* v : {&qs_chunk, &cks, &cvs}) b += v->capacity() * sizeof(float);
+    b += ck.capacity() + cv.capacity() + (win_begin.capacity() + win_end.capacity()) * sizeof(uint32_t);
     return b + act_q.capacity() * 2 + acts.capacity() * sizeof(ActivationQ8);
   }
 };
@@ -267,15 +334,28 @@ DecoderState::DecoderState(const FastModel& model, const DecoderOptions& opt) : 
   s->o.resize(size_t(C) * H * hd);
   s->a.resize(size_t(C) * d);
   s->x1.resize(d);
-  s->z.resize(c.hada_n());
   // Per kv group: [heads in group][sinks + window] scores.
   s->scores.resize(size_t(H) * (size_t(cache_.geometry().sink_capacity) + cache_.geometry().window));
   s->qw.resize(size_t(H) * hd);
   s->qs.resize(size_t(H) * hd);
-  s->rope_w.resize(hd);
-  s->rope_s.resize(hd);
+  // cos/sin per chunk token (window and sink rotations), shared by every layer.
+  s->rope_w.resize(size_t(C) * hd);
+  s->rope_s.resize(size_t(C) * hd);
+  s->block_attention = !opt.fp32 && AttendBlockAvailable(H / G, hd);
+  if (s->block_attention) {
+    const uint32_t ngk = cache_.groups_per_head();
+    s->qs_chunk.resize(size_t(C) * H * hd);
+    s->ck.resize(size_t(C) * G * hd);
+    s->cv.resize(size_t(C) * G * hd);
+    s->cks.resize(size_t(C) * G * ngk);
+    s->cvs.resize(size_t(C) * G * ngk);
+    s->win_begin.resize(C);
+    s->win_end.resize(C);
+  }
   s->mean.resize(d);
-  s->in_pad_max = static_cast<uint32_t>(std::max({CqPaddedIn(n * d), CqPaddedIn(d), CqPaddedIn(H * hd)}));
+  // Rows of `rotated` also hold the MLP's Hadamard vector (hada_n) per token.
+  s->in_pad_max = static_cast<uint32_t>(
+      std::max({CqPaddedIn(n * d), CqPaddedIn(d), CqPaddedIn(H * hd), CqPaddedIn(c.hada_n())}));
   s->rotated.resize(size_t(C) * s->in_pad_max);
   s->act_q.resize(size_t(C) * s->in_pad_max);
   s->act_scale.resize(size_t(C) * s->in_pad_max / kCqGroup);
@@ -359,36 +439,194 @@ void FastModel::Forward(DecoderState& st, std::span<const int32_t> tokens, float
   }
 }
 
+// Token by token: store K/V, attend (the ring never holds a key a later query
+// still needs). Decode, the sink block, and the fp32 mode.
+void FastModel::AttendTokens(DecoderState& st, uint32_t li, uint32_t T, ThreadPool* pool) const {
+  const ModelConfig& c = config_;
+  const uint32_t H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();
+  const uint32_t kv = G * hd, group = H / G;
+  DecoderState::Scratch& s = *st.s_;
+  WindowSinkCache& cache = st.cache_;
+  const Layer& Ly = layers_[li];
+  const int64_t t0 = cache.tokens();
+  const int64_t S = cache.geometry().sink_capacity, W = cache.geometry().window;
+  for (uint32_t p = 0; p < T; ++p) {
+    const int64_t P = t0 + p;
+    float* q = &s.q[size_t(p) * H * hd];
+    float* k = &s.k[size_t(p) * kv];
+    const float* v = &s.v[size_t(p) * kv];
+    // Visible keys: sinks [0, min(S, P+1)), window tokens [first, P] (P >= S).
+    const int64_t n_sink = std::min<int64_t>(S, P + 1);
+    const int64_t first = P >= S ? std::max<int64_t>(S, P - W + 1) : P + 1;
+    const int64_t nw = P >= S ? P - first + 1 : 0;
+    const float* rope_w = &s.rope_w[size_t(p) * hd];
+    const float* rope_s = &s.rope_s[size_t(p) * hd];
+    for (uint32_t g = 0; g < G; ++g) {
+      float* kg = k + g * hd;
+      ZcRmsNorm(kg, Ly.k_norm.data(), hd, kg);
+      RotateWithAngles(kg, hd, rope_w);  // sinks: P < S is their own position
+      cache.Store(li, P, g, kg, v + g * hd);
+    }
+    float* qw = s.qw.data();
+    float* qs = s.qs.data();
+    for (uint32_t hh = 0; hh < H; ++hh) {
+      ZcRmsNorm(q + hh * hd, Ly.q_norm.data(), hd, qw + hh * hd);
+      std::memcpy(qs + hh * hd, qw + hh * hd, hd * sizeof(float));
+      RotateWithAngles(qw + hh * hd, hd, rope_w);
+      RotateWithAngles(qs + hh * hd, hd, rope_s);
+    }
+    float* o = &s.o[size_t(p) * H * hd];
+    if (s.fp32) {
+      AttendFloat(cache, li, P, S, n_sink, first, hd, H, group, qw, qs, s.scores.data(), o);
+    } else {
+      // Window slots of tokens first..P: one or two contiguous runs of the ring.
+      const uint32_t ngk = cache.groups_per_head();
+      AttentionJob job;
+      job.cache = &cache;
+      job.layer = li;
+      job.hd = hd;
+      job.group = group;
+      job.ngk = ngk;
+      job.qw = qw;
+      job.qs = qs;
+      job.o = o;
+      job.scores = s.scores.data();
+      job.scores_per_group = static_cast<uint32_t>(s.scores.size() / G);
+      job.n_sink = static_cast<uint32_t>(n_sink);
+      job.sink_scored_as_sink = P >= S;
+      job.win_first_slot = nw ? cache.RingSlot(first) : 0;
+      job.nw = static_cast<uint32_t>(nw);
+      job.window = static_cast<uint32_t>(W);
+      if (pool) {
+        pool->ParallelFor(G, RunAttentionRange, &job);
+      } else {
+        RunAttentionRange(&job, 0, G);
+      }
+    }
+  }
+}
+// Prefill past the sinks: the chunk's keys are normalised, rotated and
+// quantized exactly as Store would, attended from a chunk buffer together with
+// the ring's older keys, and only then written to the cache (their slots may
+// still hold keys an earlier query of the chunk sees).
+void FastModel::AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPool* pool) const {
+  const ModelConfig& c = config_;
+  const uint32_t H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();
+  const uint32_t kv = G * hd, group = H / G;
+  DecoderState::Scratch& s = *st.s_;
+  WindowSinkCache& cache = st.cache_;
+  const Layer& Ly = layers_[li];
+  const int64_t t0 = cache.tokens();
+  const int64_t S = cache.geometry().sink_capacity, W = cache.geometry().window;
+  const uint32_t ngk = cache.groups_per_head();
+  auto prepare = [&](uint32_t p) {
+    const float* rope_w = &s.rope_w[size_t(p) * hd];
+    const float* rope_s = &s.rope_s[size_t(p) * hd];
+    float* k = &s.k[size_t(p) * kv];
+    const float* v = &s.v[size_t(p) * kv];
+    for (uint32_t g = 0; g < G; ++g) {
+      float* kg = k + g * hd;
+      ZcRmsNorm(kg, Ly.k_norm.data(), hd, kg);
+      RotateWithAngles(kg, hd, rope_w);
+      QuantizeKvRow(kg, hd, &s.ck[size_t(p) * kv + g * hd], &s.cks[(size_t(p) * G + g) * ngk]);
+      QuantizeKvRow(v + g * hd, hd, &s.cv[size_t(p) * kv + g * hd], &s.cvs[(size_t(p) * G + g) * ngk]);
+    }
+    float* q = &s.q[size_t(p) * H * hd];  // normalised and window-rotated in place
+    float* qs = &s.qs_chunk[size_t(p) * H * hd];
+    for (uint32_t hh = 0; hh < H; ++hh) {
+      ZcRmsNorm(q + hh * hd, Ly.q_norm.data(), hd, q + hh * hd);
+      std::memcpy(qs + hh * hd, q + hh * hd, hd * sizeof(float));
+      RotateWithAngles(q + hh * hd, hd, rope_w);
+      RotateWithAngles(qs + hh * hd, hd, rope_s);
+    }
+  };
+  ForEachToken(pool, T, prepare);
+  // The window sequence: ring keys first0..t0-1 (one or two runs), then the chunk.
+  const int64_t first0 = std::max<int64_t>(S, t0 - W + 1);
+  for (uint32_t p = 0; p < T; ++p) {
+    const int64_t P = t0 + p;
+    s.win_begin[p] = static_cast<uint32_t>(std::max<int64_t>(S, P - W + 1) - first0);
+    s.win_end[p] = static_cast<uint32_t>(P + 1 - first0);
+  }
+  BlockAttentionJob job{};
+  AttentionBlockArgs& a = job.base;
+  a.q_window = s.q.data();
+  a.q_sink = s.qs_chunk.data();
+  a.q_stride = H * hd;
+  a.heads = group;
+  a.head_dim = hd;
+  a.row_stride = kv;
+  a.scale_stride = G * ngk;
+  a.window_begin = s.win_begin.data();
+  a.window_end = s.win_end.data();
+  a.out = s.o.data();
+  a.out_stride = H * hd;
+  if (S > 0) {
+    job.sink_runs[0] = {cache.SinkK(li, 0), cache.SinkKScale(li, 0), cache.SinkV(li, 0), cache.SinkVScale(li, 0),
+                        static_cast<uint32_t>(S), true};
+    a.num_sink_runs = 1;
+  }
+  uint32_t nr = 0;
+  const uint32_t old = static_cast<uint32_t>(t0 - first0);
+  if (old) {
+    const uint32_t s0 = cache.RingSlot(first0);
+    const uint32_t n0 = std::min<uint32_t>(old, static_cast<uint32_t>(W) - s0);
+    job.window_runs[nr++] = {cache.RingK(li, s0), cache.RingKScale(li, s0), cache.RingV(li, s0), cache.RingVScale(li, s0), n0, false};
+    if (n0 < old) {
+      job.window_runs[nr++] = {cache.RingK(li, 0), cache.RingKScale(li, 0), cache.RingV(li, 0), cache.RingVScale(li, 0), old - n0, false};
+    }
+  }
+  job.window_runs[nr++] = {s.ck.data(), s.cks.data(), s.cv.data(), s.cvs.data(), T, false};
+  a.num_window_runs = nr;
+  job.groups = G;
+  job.tokens_per_block = std::max<uint32_t>(1, kAttentionBlockRows / group);
+  job.blocks = (T + job.tokens_per_block - 1) / job.tokens_per_block;
+  job.total_tokens = T;
+  job.hd = hd;
+  job.group_heads = group;
+  job.ngk = ngk;
+  if (pool) {
+    pool->ParallelFor(G * job.blocks, RunBlockAttentionRange, &job);
+  } else {
+    RunBlockAttentionRange(&job, 0, G * job.blocks);
+  }
+  for (uint32_t p = 0; p < T; ++p) {
+    cache.StoreQuantized(li, t0 + p, &s.ck[size_t(p) * kv], &s.cks[size_t(p) * G * ngk], &s.cv[size_t(p) * kv],
+                         &s.cvs[size_t(p) * G * ngk]);
+  }
+}
+
 void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T, float* logits, bool all_logits,
                              ThreadPool* pool) const {
   const ModelConfig& c = config_;
   const uint32_t d = c.d_model, n = c.mhc_lanes, H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();
-  const uint32_t m = c.hada_n(), kv = G * hd, group = H / G, half = hd / 2;
+  const uint32_t m = c.hada_n(), kv = G * hd, half = hd / 2;
   DecoderState::Scratch& s = *st.s_;
   WindowSinkCache& cache = st.cache_;
   const int64_t t0 = cache.tokens();
   const int64_t S = cache.geometry().sink_capacity, W = cache.geometry().window;
-  const float inv_sqrt_hd = 1.0f / std::sqrt(static_cast<float>(hd));
 
   auto tok = [&](int64_t P) -> int32_t { return P < 0 ? 0 : P >= t0 ? tokens[P - t0] : cache.TokenAt(P); };
 
   // Prepares rows [0, T) of `x` (row stride `in`) as int8 activations for `fb`-bit matrices.
   auto prepare = [&](const float* x, uint32_t in, uint32_t fb) {
     const uint32_t in_pad = static_cast<uint32_t>(CqPaddedIn(in));
-    for (uint32_t p = 0; p < T; ++p) {
+    auto row = [&](uint32_t p) {
       float* rot = &s.rotated[size_t(p) * s.in_pad_max];
       RotateForCq(x + size_t(p) * in, in, rot);
       ActivationQ8& a = s.acts[p];
       a.q = &s.act_q[size_t(p) * s.in_pad_max];
       a.scale = &s.act_scale[size_t(p) * (s.in_pad_max / kCqGroup)];
       QuantizeActivation(rot, in_pad, fb, a);
-    }
+    };
+    ForEachToken(pool, T, row);
   };
   // Re-quantizes the already rotated rows for another field width when needed.
   auto requantize = [&](uint32_t in, uint32_t fb) {
     if (s.acts[0].field_bits == fb) return;
     const uint32_t in_pad = static_cast<uint32_t>(CqPaddedIn(in));
-    for (uint32_t p = 0; p < T; ++p) QuantizeActivation(&s.rotated[size_t(p) * s.in_pad_max], in_pad, fb, s.acts[p]);
+    auto row = [&](uint32_t p) { QuantizeActivation(&s.rotated[size_t(p) * s.in_pad_max], in_pad, fb, s.acts[p]); };
+    ForEachToken(pool, T, row);
   };
   auto matmul = [&](const QMatrix& mat, uint32_t row_offset, uint32_t rows, float* y, uint32_t stride) {
     if (s.fp32) {
@@ -430,6 +668,19 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     }
   };
 
+  // RoPE angles of each token (the same for every layer): window rotation at its
+  // counter, sink rotation at S + nw - 1 once past the sinks (SPEC §3).
+  for (uint32_t p = 0; p < T; ++p) {
+    const int64_t P = t0 + p;
+    const int64_t first = P >= S ? std::max<int64_t>(S, P - W + 1) : P + 1;
+    const int64_t nw = P >= S ? P - first + 1 : 0;
+    RopeAngles(static_cast<double>(P), inv_freq_.data(), half, &s.rope_w[size_t(p) * hd]);
+    RopeAngles(P >= S ? double(S + nw - 1) : double(P), inv_freq_.data(), half, &s.rope_s[size_t(p) * hd]);
+  }
+  // Prefill past the sinks attends a block of tokens at once (AttendBlock);
+  // single tokens (decode) and the sink block go token by token.
+  const bool block_attention = s.block_attention && t0 >= S && T >= kMinBlockAttentionTokens;
+
   // Embedding rows, scaled, into all lanes.
   const float emb_scale = std::sqrt(static_cast<float>(d));
   for (uint32_t p = 0; p < T; ++p) {
@@ -444,12 +695,13 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     const Layer& Ly = layers_[li];
     const uint32_t lane = li % n;
     // ---- mHC coefficients
-    for (uint32_t p = 0; p < T; ++p) RmsUnit(&s.X[size_t(p) * n * d], n * d, &s.nx[size_t(p) * n * d]);
+    auto unit = [&](uint32_t p) { RmsUnit(&s.X[size_t(p) * n * d], n * d, &s.nx[size_t(p) * n * d]); };
+    ForEachToken(pool, T, unit);
     prepare(s.nx.data(), n * d, phi_pre_.field_bits());
     matmul_multi({{&phi_pre_, li * n, n, s.proj_pre.data(), n},
                   {&phi_post_, li * n, n, s.proj_post.data(), n},
                   {&phi_res_, li * n * n, n * n, s.proj_res.data(), n * n}});
-    for (uint32_t p = 0; p < T; ++p) {
+    auto coefficients = [&](uint32_t p) {
       for (uint32_t j = 0; j < n; ++j) {
         s.hpre[p * n + j] = Sigmoid(a_pre_[li] * s.proj_pre[p * n + j] + b_pre_[li * n + j] + (j == lane ? 4.0f : -4.0f));
         s.hpost[p * n + j] = 2.0f * Sigmoid(a_post_[li] * s.proj_post[p * n + j] + b_post_[li * n + j] + (j == lane ? 0.0f : -4.0f));
@@ -464,8 +716,9 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
         for (uint32_t j = 0; j < n; ++j) acc += s.hpre[p * n + j] * X[j * d + i];
         u[i] = acc;
       }
-    }
-    std::memcpy(s.xin.data(), s.u.data(), size_t(T) * d * sizeof(float));
+      std::memcpy(&s.xin[size_t(p) * d], u, d * sizeof(float));
+    };
+    ForEachToken(pool, T, coefficients);
 
     // ---- engram site: x = u + alpha * ev
     if (const int32_t si = site_of_layer_[li]; si >= 0) {
@@ -520,84 +773,41 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     }
 
     // ---- attention projections (batched over the chunk)
-    for (uint32_t p = 0; p < T; ++p) ZcRmsNorm(&s.xin[size_t(p) * d], Ly.norm_in.data(), d, &s.h[size_t(p) * d]);
+    auto norm_in = [&](uint32_t p) { ZcRmsNorm(&s.xin[size_t(p) * d], Ly.norm_in.data(), d, &s.h[size_t(p) * d]); };
+    ForEachToken(pool, T, norm_in);
     prepare(s.h.data(), d, Ly.q.field_bits());
     matmul_multi({{&Ly.q, 0, H * hd, s.q.data(), H * hd},
                   {&Ly.k, 0, kv, s.k.data(), kv},
                   {&Ly.v, 0, kv, s.v.data(), kv},
                   {&Ly.gate, 0, H * hd, s.gate.data(), H * hd}});
 
-    // ---- per token: store K/V, attend (the ring never holds a key a later query still needs)
-    for (uint32_t p = 0; p < T; ++p) {
-      const int64_t P = t0 + p;
-      float* q = &s.q[size_t(p) * H * hd];
-      float* k = &s.k[size_t(p) * kv];
-      const float* v = &s.v[size_t(p) * kv];
-      // Visible keys: sinks [0, min(S, P+1)), window tokens [first, P] (P >= S).
-      const int64_t n_sink = std::min<int64_t>(S, P + 1);
-      const int64_t first = P >= S ? std::max<int64_t>(S, P - W + 1) : P + 1;
-      const int64_t nw = P >= S ? P - first + 1 : 0;
-      const double sink_query_pos = P >= S ? double(S + nw - 1) : double(P);
-      RopeAngles(static_cast<double>(P), inv_freq_.data(), half, s.rope_w.data());
-      RopeAngles(sink_query_pos, inv_freq_.data(), half, s.rope_s.data());
-      for (uint32_t g = 0; g < G; ++g) {
-        float* kg = k + g * hd;
-        ZcRmsNorm(kg, Ly.k_norm.data(), hd, kg);
-        RotateWithAngles(kg, hd, s.rope_w.data());  // sinks: P < S is their own position
-        cache.Store(li, P, g, kg, v + g * hd);
-      }
-      float* qw = s.qw.data();
-      float* qs = s.qs.data();
-      for (uint32_t hh = 0; hh < H; ++hh) {
-        ZcRmsNorm(q + hh * hd, Ly.q_norm.data(), hd, qw + hh * hd);
-        std::memcpy(qs + hh * hd, qw + hh * hd, hd * sizeof(float));
-        RotateWithAngles(qw + hh * hd, hd, s.rope_w.data());
-        RotateWithAngles(qs + hh * hd, hd, s.rope_s.data());
-      }
+    // ---- K/V into the cache, attention (gate applied below)
+    if (block_attention) {
+      AttendChunk(st, li, T, pool);
+    } else {
+      AttendTokens(st, li, T, pool);
+    }
+    auto gate = [&](uint32_t p) {
       float* o = &s.o[size_t(p) * H * hd];
-      if (s.fp32) {
-        AttendFloat(cache, li, P, S, n_sink, first, hd, H, group, qw, qs, s.scores.data(), o);
-      } else {
-        // Window slots of tokens first..P: one or two contiguous runs of the ring.
-        const uint32_t ngk = cache.groups_per_head();
-        AttentionJob job;
-        job.cache = &cache;
-        job.layer = li;
-        job.hd = hd;
-        job.group = group;
-        job.ngk = ngk;
-        job.qw = qw;
-        job.qs = qs;
-        job.o = o;
-        job.scores = s.scores.data();
-        job.scores_per_group = static_cast<uint32_t>(s.scores.size() / G);
-        job.n_sink = static_cast<uint32_t>(n_sink);
-        job.sink_scored_as_sink = P >= S;
-        job.win_first_slot = nw ? cache.RingSlot(first) : 0;
-        job.nw = static_cast<uint32_t>(nw);
-        job.window = static_cast<uint32_t>(W);
-        if (pool) {
-          pool->ParallelFor(G, RunAttentionRange, &job);
-        } else {
-          RunAttentionRange(&job, 0, G);
-        }
-      }
       const float* gt = &s.gate[size_t(p) * H * hd];
       for (uint32_t i = 0; i < H * hd; ++i) o[i] *= Sigmoid(gt[i]);
-    }
+    };
+    ForEachToken(pool, T, gate);
 
     // ---- output projection, post norm, Hadamard MLP, lane update
     prepare(s.o.data(), H * hd, Ly.out.field_bits());
     matmul(Ly.out, 0, d, s.a.data(), d);
     const float g_attn = Sigmoid(Ly.attn_gate);
-    for (uint32_t p = 0; p < T; ++p) {
+    // Per token; x1 and z live in rows of buffers the products above are done
+    // with (h: the attention input, rotated: the out projection's activations).
+    auto mlp = [&](uint32_t p) {
       float* a = &s.a[size_t(p) * d];
       const float* xin = &s.xin[size_t(p) * d];
       const float* u = &s.u[size_t(p) * d];
-      float* x1 = s.x1.data();
+      float* x1 = &s.h[size_t(p) * d];
       ZcRmsNorm(a, Ly.post_norm.data(), d, a);
       for (uint32_t i = 0; i < d; ++i) x1[i] = xin[i] + g_attn * a[i];
-      float* z = s.z.data();
+      float* z = &s.rotated[size_t(p) * s.in_pad_max];
       ZcRmsNorm(x1, Ly.pre_hada.data(), d, z);
       for (uint32_t i = 0; i < d; ++i) z[i] *= Ly.d1[i];
       std::fill(z + d, z + m, 0.0f);
@@ -617,16 +827,18 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
         }
       }
       std::memcpy(X, nxp, size_t(n) * d * sizeof(float));
-      if (st.num_pools_) {
-        // Head cell: the mean of the lanes after this layer (SPEC §2).
-        float* mean = s.mean.data();
-        for (uint32_t i = 0; i < d; ++i) {
-          float acc = 0.0f;
-          for (uint32_t j = 0; j < n; ++j) acc += X[j * d + i];
-          mean[i] = acc / static_cast<float>(n);
-        }
-        for (uint32_t h = 0; h < st.num_pools_; ++h) st.pools_[h]->Add(mean);
+    };
+    ForEachToken(pool, T, mlp);
+    // Head cells, in token order: the mean of the lanes after this layer (SPEC §2).
+    for (uint32_t p = 0; p < T && st.num_pools_; ++p) {
+      const float* X = &s.X[size_t(p) * n * d];
+      float* mean = s.mean.data();
+      for (uint32_t i = 0; i < d; ++i) {
+        float acc = 0.0f;
+        for (uint32_t j = 0; j < n; ++j) acc += X[j * d + i];
+        mean[i] = acc / static_cast<float>(n);
       }
+      for (uint32_t h = 0; h < st.num_pools_; ++h) st.pools_[h]->Add(mean);
     }
   }
 

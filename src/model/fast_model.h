@@ -105,6 +105,9 @@ class FastModel {
 
   void ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t n, float* logits, bool all_logits,
                     ThreadPool* pool) const;
+  // Layer li's K/V store and attention for the chunk's T tokens (q, k, v in the scratch).
+  void AttendTokens(DecoderState& st, uint32_t li, uint32_t T, ThreadPool* pool) const;
+  void AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPool* pool) const;
 
   const CactArchive& archive_;
   ModelConfig config_;
