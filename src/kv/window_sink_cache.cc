@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/round.h"
 #include "kv/budget.h"
 
 namespace needle {
@@ -17,7 +18,7 @@ void QuantizeKvRow(const float* x, uint32_t n, int8_t* q, float* scales) {
     const float scale = mx > 0.0f ? mx / 127.0f : 1.0f;
     const float inv = 1.0f / scale;
     scales[g] = scale;
-    for (uint32_t i = b; i < e; ++i) q[i] = static_cast<int8_t>(std::lrint(x[i] * inv));
+    for (uint32_t i = b; i < e; ++i) q[i] = static_cast<int8_t>(RoundHalfEven(x[i] * inv));
   }
 }
 

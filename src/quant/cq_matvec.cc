@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/fp16.h"
+#include "base/round.h"
 #include "quant/hadamard.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -290,7 +291,7 @@ void QuantizeActivation(const float* rotated, uint32_t in_pad, uint32_t field_bi
     out.scale[g] = scale;
     for (uint32_t k = 0; k < kCqGroup; ++k) {
       const uint32_t col = g * kCqGroup + k;
-      out.q[PlanarSlot(col, field_bits)] = static_cast<int16_t>(std::lrint(x[k] * inv));
+      out.q[PlanarSlot(col, field_bits)] = static_cast<int16_t>(RoundHalfEven(x[k] * inv));
     }
   }
 }

@@ -16,5 +16,7 @@ void FastWalshHadamard(float* x, size_t n);
 // Unnormalised butterflies only (x <- x · H_n, entries ±1); callers fold the
 // 1/sqrt(n) into a later scale to save a pass.
 void FastWalshHadamardUnnormalised(float* x, size_t n);
+// The scalar butterflies: the yardstick of the SIMD kernel (identical results).
+void FastWalshHadamardUnnormalisedReference(float* x, size_t n);
 
 }  // namespace needle

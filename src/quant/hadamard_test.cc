@@ -1,6 +1,7 @@
 #include "quant/hadamard.h"
 
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cmath>
 #include <cstdint>
@@ -104,6 +105,20 @@ TEST(Hadamard, UnitVectorMapsToRowOfMatrix) {
     EXPECT_FLOAT_EQ(e0[j], s);
     EXPECT_FLOAT_EQ(e1[j], (j % 2 == 0) ? s : -s);
   }
+}
+
+// The SIMD butterflies equal the scalar ones bit for bit, on every compiled target and size.
+TEST(Hadamard, SimdEqualsReferenceExactly) {
+  for (uint32_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (size_t n = 1; n <= 4096; n <<= 1) {
+      std::vector<float> a = Pseudorandom(n, n * 7 + 1), b = a;
+      FastWalshHadamardUnnormalised(a.data(), n);
+      FastWalshHadamardUnnormalisedReference(b.data(), n);
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(a[i], b[i]) << hwy::TargetName(target) << " n " << n << " i " << i;
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 }  // namespace
