@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "kv/budget.h"
 #include "model/attention.h"
+#include "model/fast_ops.h"
 #include "model/ops.h"
 #include "quant/hadamard.h"
 
@@ -463,14 +464,14 @@ void FastModel::AttendTokens(DecoderState& st, uint32_t li, uint32_t T, ThreadPo
     const float* rope_s = &s.rope_s[size_t(p) * hd];
     for (uint32_t g = 0; g < G; ++g) {
       float* kg = k + g * hd;
-      ZcRmsNorm(kg, Ly.k_norm.data(), hd, kg);
+      ZcRmsNormFast(kg, Ly.k_norm.data(), hd, kg);
       RotateWithAngles(kg, hd, rope_w);  // sinks: P < S is their own position
       cache.Store(li, P, g, kg, v + g * hd);
     }
     float* qw = s.qw.data();
     float* qs = s.qs.data();
     for (uint32_t hh = 0; hh < H; ++hh) {
-      ZcRmsNorm(q + hh * hd, Ly.q_norm.data(), hd, qw + hh * hd);
+      ZcRmsNormFast(q + hh * hd, Ly.q_norm.data(), hd, qw + hh * hd);
       std::memcpy(qs + hh * hd, qw + hh * hd, hd * sizeof(float));
       RotateWithAngles(qw + hh * hd, hd, rope_w);
       RotateWithAngles(qs + hh * hd, hd, rope_s);
@@ -526,7 +527,7 @@ void FastModel::AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPoo
     const float* v = &s.v[size_t(p) * kv];
     for (uint32_t g = 0; g < G; ++g) {
       float* kg = k + g * hd;
-      ZcRmsNorm(kg, Ly.k_norm.data(), hd, kg);
+      ZcRmsNormFast(kg, Ly.k_norm.data(), hd, kg);
       RotateWithAngles(kg, hd, rope_w);
       QuantizeKvRow(kg, hd, &s.ck[size_t(p) * kv + g * hd], &s.cks[(size_t(p) * G + g) * ngk]);
       QuantizeKvRow(v + g * hd, hd, &s.cv[size_t(p) * kv + g * hd], &s.cvs[(size_t(p) * G + g) * ngk]);
@@ -534,7 +535,7 @@ void FastModel::AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPoo
     float* q = &s.q[size_t(p) * H * hd];  // normalised and window-rotated in place
     float* qs = &s.qs_chunk[size_t(p) * H * hd];
     for (uint32_t hh = 0; hh < H; ++hh) {
-      ZcRmsNorm(q + hh * hd, Ly.q_norm.data(), hd, q + hh * hd);
+      ZcRmsNormFast(q + hh * hd, Ly.q_norm.data(), hd, q + hh * hd);
       std::memcpy(qs + hh * hd, q + hh * hd, hd * sizeof(float));
       RotateWithAngles(q + hh * hd, hd, rope_w);
       RotateWithAngles(qs + hh * hd, hd, rope_s);
@@ -695,7 +696,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     const Layer& Ly = layers_[li];
     const uint32_t lane = li % n;
     // ---- mHC coefficients
-    auto unit = [&](uint32_t p) { RmsUnit(&s.X[size_t(p) * n * d], n * d, &s.nx[size_t(p) * n * d]); };
+    auto unit = [&](uint32_t p) { RmsUnitFast(&s.X[size_t(p) * n * d], n * d, &s.nx[size_t(p) * n * d]); };
     ForEachToken(pool, T, unit);
     prepare(s.nx.data(), n * d, phi_pre_.field_bits());
     matmul_multi({{&phi_pre_, li * n, n, s.proj_pre.data(), n},
@@ -708,7 +709,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
       }
       float* hr = &s.hres[size_t(p) * n * n];
       for (uint32_t k = 0; k < n * n; ++k) hr[k] = a_res_[li] * s.proj_res[size_t(p) * n * n + k] + b_res_[li * n * n + k];
-      SinkhornInPlace(hr, n);
+      SinkhornFast(hr, n);
       float* u = &s.u[size_t(p) * d];
       const float* X = &s.X[size_t(p) * n * d];
       for (uint32_t i = 0; i < d; ++i) {
@@ -761,7 +762,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
         }
         float* u = &s.u[size_t(p) * d];
         float* ek = &s.ek[size_t(p) * d];
-        RmsUnit(ek, d, ek);
+        RmsUnitFast(ek, d, ek);
         float ss = 0.0f;
         for (uint32_t i = 0; i < d; ++i) ss += u[i] * u[i];
         const float inv_u = 1.0f / std::sqrt(ss / d + kNormEps);
@@ -773,7 +774,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     }
 
     // ---- attention projections (batched over the chunk)
-    auto norm_in = [&](uint32_t p) { ZcRmsNorm(&s.xin[size_t(p) * d], Ly.norm_in.data(), d, &s.h[size_t(p) * d]); };
+    auto norm_in = [&](uint32_t p) { ZcRmsNormFast(&s.xin[size_t(p) * d], Ly.norm_in.data(), d, &s.h[size_t(p) * d]); };
     ForEachToken(pool, T, norm_in);
     prepare(s.h.data(), d, Ly.q.field_bits());
     matmul_multi({{&Ly.q, 0, H * hd, s.q.data(), H * hd},
@@ -790,7 +791,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     auto gate = [&](uint32_t p) {
       float* o = &s.o[size_t(p) * H * hd];
       const float* gt = &s.gate[size_t(p) * H * hd];
-      for (uint32_t i = 0; i < H * hd; ++i) o[i] *= Sigmoid(gt[i]);
+      MulSigmoid(o, gt, H * hd);
     };
     ForEachToken(pool, T, gate);
 
@@ -805,27 +806,21 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
       const float* xin = &s.xin[size_t(p) * d];
       const float* u = &s.u[size_t(p) * d];
       float* x1 = &s.h[size_t(p) * d];
-      ZcRmsNorm(a, Ly.post_norm.data(), d, a);
+      ZcRmsNormFast(a, Ly.post_norm.data(), d, a);
       for (uint32_t i = 0; i < d; ++i) x1[i] = xin[i] + g_attn * a[i];
       float* z = &s.rotated[size_t(p) * s.in_pad_max];
-      ZcRmsNorm(x1, Ly.pre_hada.data(), d, z);
+      ZcRmsNormFast(x1, Ly.pre_hada.data(), d, z);
       for (uint32_t i = 0; i < d; ++i) z[i] *= Ly.d1[i];
       std::fill(z + d, z + m, 0.0f);
       FastWalshHadamard(z, m);
-      for (uint32_t i = 0; i < m; ++i) z[i] = Silu(Ly.d2[i] * z[i]);
+      SiluScaled(z, Ly.d2.data(), m);
       FastWalshHadamard(z, m);
       // y = Block(x) - u, reusing `a` for y.
       for (uint32_t i = 0; i < d; ++i) a[i] = x1[i] + Ly.d3[i] * z[i] - u[i];
       float* X = &s.X[size_t(p) * n * d];
       const float* hr = &s.hres[size_t(p) * n * n];
       float* nxp = &s.nx[size_t(p) * n * d];  // scratch for the new lanes
-      for (uint32_t r = 0; r < n; ++r) {
-        for (uint32_t i = 0; i < d; ++i) {
-          float acc = s.hpost[p * n + r] * a[i];
-          for (uint32_t cc = 0; cc < n; ++cc) acc += hr[r * n + cc] * X[cc * d + i];
-          nxp[r * d + i] = acc;
-        }
-      }
+      MixLanesFast(X, a, hr, &s.hpost[p * n], n, d, nxp);
       std::memcpy(X, nxp, size_t(n) * d * sizeof(float));
     };
     ForEachToken(pool, T, mlp);
@@ -859,7 +854,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     for (uint32_t j = 0; j < n; ++j) {
       for (uint32_t i = 0; i < d; ++i) mean[i] += X[j * d + i] / static_cast<float>(n);
     }
-    ZcRmsNorm(mean, final_norm_.data(), d, &s.h[size_t(p - first_out) * d]);
+    ZcRmsNormFast(mean, final_norm_.data(), d, &s.h[size_t(p - first_out) * d]);
   }
   const uint32_t saved_T = T;
   T = outs;  // prepare/matmul work on the first `outs` rows

@@ -241,6 +241,57 @@ bool MatMulSimd(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8*
 }
 #undef NEEDLE_TILE
 
+// Per group of 128: max |x| (vector), x / scale rounded half-even (NearestInt,
+// as RoundHalfEven) to int16 in natural order, then de-interleaved into the
+// planar order of 2- and 4-bit fields. The same values as the reference.
+bool QuantizeActivationSimd(const float* rotated, uint32_t in_pad, uint32_t field_bits, int16_t* q, float* scales) {
+#if HWY_TARGET == HWY_SCALAR
+  return false;
+#else
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<int32_t, decltype(df)> di32;
+  const hn::Rebind<int16_t, decltype(df)> dh16;
+  const hn::ScalableTag<int16_t> d16;
+  const size_t N = hn::Lanes(df), N16 = hn::Lanes(d16);
+  if (kCqGroup % N || 32 % N16) return false;
+  alignas(64) int16_t natural[kCqGroup];
+  for (uint32_t g = 0; g < in_pad / kCqGroup; ++g) {
+    const float* x = rotated + size_t(g) * kCqGroup;
+    auto vmax = hn::Zero(df);
+    for (size_t k = 0; k < kCqGroup; k += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, x + k)));
+    const float mx = hn::GetLane(hn::MaxOfLanes(df, vmax));
+    const float scale = mx > 0.0f ? mx / 127.0f : 1.0f;
+    scales[g] = scale;
+    const auto inv = hn::Set(df, 1.0f / scale);
+    int16_t* out = q + size_t(g) * kCqGroup;
+    int16_t* nat = field_bits == 2 || field_bits == 4 ? natural : out;
+    for (size_t k = 0; k < kCqGroup; k += N) {
+      const auto r = hn::NearestInt(hn::Mul(hn::LoadU(df, x + k), inv));
+      hn::StoreU(hn::DemoteTo(dh16, r), dh16, nat + k);
+      (void)di32;
+    }
+    if (field_bits == 2) {  // slot j*32 + i holds column 4i + j
+      for (size_t i0 = 0; i0 < 32; i0 += N16) {
+        decltype(hn::Zero(d16)) p0, p1, p2, p3;
+        hn::LoadInterleaved4(d16, natural + 4 * i0, p0, p1, p2, p3);
+        hn::StoreU(p0, d16, out + i0);
+        hn::StoreU(p1, d16, out + 32 + i0);
+        hn::StoreU(p2, d16, out + 64 + i0);
+        hn::StoreU(p3, d16, out + 96 + i0);
+      }
+    } else if (field_bits == 4) {  // slot j*64 + i holds column 2i + j
+      for (size_t i0 = 0; i0 < 64; i0 += N16) {
+        decltype(hn::Zero(d16)) p0, p1;
+        hn::LoadInterleaved2(d16, natural + 2 * i0, p0, p1);
+        hn::StoreU(p0, d16, out + i0);
+        hn::StoreU(p1, d16, out + 64 + i0);
+      }
+    }
+  }
+  return true;
+#endif
+}
+
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -252,6 +303,7 @@ namespace needle {
 
 HWY_EXPORT(MatMulSimd);
 HWY_EXPORT(TargetName);
+HWY_EXPORT(QuantizeActivationSimd);
 
 namespace {
 
@@ -298,6 +350,14 @@ void RotateForCq(const float* x, uint32_t in, float* rotated) {
 }
 
 void QuantizeActivation(const float* rotated, uint32_t in_pad, uint32_t field_bits, ActivationQ8& out) {
+  out.in_pad = in_pad;
+  out.field_bits = field_bits;
+  if (!HWY_DYNAMIC_DISPATCH(QuantizeActivationSimd)(rotated, in_pad, field_bits, out.q, out.scale)) {
+    QuantizeActivationReference(rotated, in_pad, field_bits, out);
+  }
+}
+
+void QuantizeActivationReference(const float* rotated, uint32_t in_pad, uint32_t field_bits, ActivationQ8& out) {
   out.in_pad = in_pad;
   out.field_bits = field_bits;
   for (uint32_t g = 0; g < in_pad / kCqGroup; ++g) {

@@ -41,6 +41,8 @@ struct ActivationQ8 {
 // then quantizes per group into `out` (whose q/scale buffers must hold in_pad/groups).
 void RotateForCq(const float* x, uint32_t in, float* rotated);
 void QuantizeActivation(const float* rotated, uint32_t in_pad, uint32_t field_bits, ActivationQ8& out);
+// The scalar yardstick of QuantizeActivation (identical output).
+void QuantizeActivationReference(const float* rotated, uint32_t in_pad, uint32_t field_bits, ActivationQ8& out);
 
 // y[r - r0] for rows [r0, r1). Scalar reference: readable, the yardstick.
 void CqMatVecA8Reference(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8& x, uint32_t r0,

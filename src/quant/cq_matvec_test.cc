@@ -60,6 +60,33 @@ Act MakeAct(uint32_t in, uint32_t fb, uint64_t seed) {
   return r;
 }
 
+// The SIMD quantizer equals the scalar one exactly (codes, planar order, scales),
+// on every compiled target and field width, including all-zero groups.
+TEST(QuantizeActivation, SimdEqualsReferenceExactly) {
+  for (uint32_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (uint32_t fb : {2u, 3u, 4u, 8u}) {
+      const uint32_t in = 300, in_pad = static_cast<uint32_t>(CqPaddedIn(in));
+      SplitMix64 rng(fb);
+      std::vector<float> x(in, 0.0f), rot(in_pad);
+      for (uint32_t k = 0; k < 200; ++k) x[k] = static_cast<float>(rng.Normal() * (k % 7 + 1));
+      RotateForCq(x.data(), in, rot.data());
+      std::fill(rot.begin() + 256, rot.end(), 0.0f);  // the last group all zero
+      rot[3] = 127.5f * rot[7] / 127.0f;             // near a rounding tie
+      std::vector<int16_t> q1(in_pad, -999), q2(in_pad, -999);
+      std::vector<float> s1(in_pad / kCqGroup), s2(in_pad / kCqGroup);
+      ActivationQ8 a1{q1.data(), s1.data()}, a2{q2.data(), s2.data()};
+      QuantizeActivationReference(rot.data(), in_pad, fb, a1);
+      QuantizeActivation(rot.data(), in_pad, fb, a2);
+      ASSERT_EQ(q1, q2) << hwy::TargetName(target) << " field bits " << fb;
+      ASSERT_EQ(s1, s2) << hwy::TargetName(target) << " field bits " << fb;
+      EXPECT_EQ(a2.field_bits, fb);
+      EXPECT_EQ(a2.in_pad, in_pad);
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 const Case kCases[] = {{64, 128, 2}, {33, 96, 2}, {17, 300, 3}, {40, 256, 4}, {31, 129, 4}, {24, 200, 5}, {8, 512, 5}};
 
 TEST(CqMatVecA8, ReferenceApproximatesTheFloatProduct) {
