@@ -150,7 +150,8 @@ bool AttendBlockSimd(const AttentionBlockArgs& a) {
   }
 
   // One block of nk keys (slots s0.. of a run); window keys are numbered from w0.
-  auto block = [&](const KvRun& run, uint32_t s0, uint32_t nk, bool window, uint32_t w0) {
+  // masked: window keys some row must not see; sink: scored with the sink-rotated queries.
+  auto block = [&](const KvRun& run, uint32_t s0, uint32_t nk, bool sink, bool masked, uint32_t w0) {
     for (uint32_t j = 0; j < nk; ++j) {
       const int8_t* k = run.k + size_t(s0 + j) * a.row_stride;
       const int8_t* v = run.v + size_t(s0 + j) * a.row_stride;
@@ -164,25 +165,21 @@ bool AttendBlockSimd(const AttentionBlockArgs& a) {
         }
       }
     }
-    // Scores: four keys at a time (independent accumulation chains).
-    const float* qt = window ? qw_t : qs_t;
+    // Scores: eight keys at a time (independent accumulation chains, enough
+    // to cover the multiply-add latency on two ports).
+    const float* qt = sink ? qs_t : qw_t;
     for (uint32_t rv = 0; rv < RV; ++rv) {
       const uint32_t lane0 = rv * static_cast<uint32_t>(N);
       uint32_t j = 0;
-      for (; j + 4 <= nk; j += 4) {
-        VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+      for (; j + 8 <= nk; j += 8) {
+        VF acc[8];
+        for (int u = 0; u < 8; ++u) acc[u] = hn::Zero(df);
         const float* k0 = kf + j * hd;
         for (uint32_t i = 0; i < hd; ++i) {
           const auto q = hn::Load(df, qt + i * kRows + lane0);
-          a0 = hn::MulAdd(hn::Set(df, k0[i]), q, a0);
-          a1 = hn::MulAdd(hn::Set(df, k0[hd + i]), q, a1);
-          a2 = hn::MulAdd(hn::Set(df, k0[2 * hd + i]), q, a2);
-          a3 = hn::MulAdd(hn::Set(df, k0[3 * hd + i]), q, a3);
+          for (int u = 0; u < 8; ++u) acc[u] = hn::MulAdd(hn::Set(df, k0[u * hd + i]), q, acc[u]);
         }
-        hn::Store(a0, df, sc + j * kRows + lane0);
-        hn::Store(a1, df, sc + (j + 1) * kRows + lane0);
-        hn::Store(a2, df, sc + (j + 2) * kRows + lane0);
-        hn::Store(a3, df, sc + (j + 3) * kRows + lane0);
+        for (int u = 0; u < 8; ++u) hn::Store(acc[u], df, sc + (j + u) * kRows + lane0);
       }
       for (; j < nk; ++j) {
         VF a0 = hn::Zero(df);
@@ -204,7 +201,7 @@ bool AttendBlockSimd(const AttentionBlockArgs& a) {
       auto m_new = m_old;
       for (uint32_t j = 0; j < nk; ++j) {
         auto s = hn::Load(df, sc + j * kRows + lane0);
-        if (window) s = hn::IfThenElse(visible(j), s, neg_inf);
+        if (masked) s = hn::IfThenElse(visible(j), s, neg_inf);
         m_new = hn::Max(m_new, s);
       }
       // Lanes with no visible key yet keep m = -inf: use 0 there so no inf - inf.
@@ -214,7 +211,7 @@ bool AttendBlockSimd(const AttentionBlockArgs& a) {
       auto lsum = hn::Mul(hn::Load(df, l + lane0), corr);
       for (uint32_t j = 0; j < nk; ++j) {
         auto p = hn::Exp(df, hn::Sub(hn::Load(df, sc + j * kRows + lane0), m_use));
-        if (window) p = hn::IfThenElseZero(visible(j), p);
+        if (masked) p = hn::IfThenElseZero(visible(j), p);
         else p = hn::IfThenElseZero(finite, p);
         hn::Store(p, df, sc + j * kRows + lane0);
         lsum = hn::Add(lsum, p);
@@ -237,7 +234,7 @@ bool AttendBlockSimd(const AttentionBlockArgs& a) {
 
   for (uint32_t r = 0; r < a.num_sink_runs; ++r) {
     for (uint32_t s0 = 0; s0 < a.sink_runs[r].count; s0 += kKeyBlock) {
-      block(a.sink_runs[r], s0, std::min(kKeyBlock, a.sink_runs[r].count - s0), false, 0);
+      block(a.sink_runs[r], s0, std::min(kKeyBlock, a.sink_runs[r].count - s0), true, false, 0);
     }
   }
   uint32_t w0 = 0;
@@ -248,7 +245,10 @@ bool AttendBlockSimd(const AttentionBlockArgs& a) {
       // Skip blocks no row can see.
       bool any = false;
       for (uint32_t t = 0; t < a.tokens && !any; ++t) any = w0 + s0 < a.window_end[t] && w0 + s0 + nk > a.window_begin[t];
-      if (any) block(run, s0, nk, true, w0 + s0);
+      // Blocks every token sees whole need no mask (like the sinks).
+      bool all = true;
+      for (uint32_t t = 0; t < a.tokens && all; ++t) all = a.window_begin[t] <= w0 + s0 && w0 + s0 + nk <= a.window_end[t];
+      if (any) block(run, s0, nk, false, !all, w0 + s0);
     }
     w0 += run.count;
   }
