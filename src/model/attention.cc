@@ -14,16 +14,40 @@ namespace needle {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// kHeads is a compile-time constant so the per-head accumulators stay in registers.
+#if HWY_TARGET != HWY_SCALAR
+// The lane sums of four vectors, together: two interleave+add steps leave
+// each 128-bit block holding [sum a, sum b, sum c, sum d] of that block, then
+// the blocks are added. Cheaper than four SumOfLanes on wide vectors.
+template <class D, class V>
+HWY_INLINE void SumOfLanes4(D df, V a, V b, V c, V d, float* out) {
+  const hn::Repartition<uint64_t, D> d64;
+  const auto ab = hn::Add(hn::InterleaveLower(df, a, b), hn::InterleaveUpper(df, a, b));
+  const auto cd = hn::Add(hn::InterleaveLower(df, c, d), hn::InterleaveUpper(df, c, d));
+  const auto lo = hn::BitCast(df, hn::InterleaveLower(d64, hn::BitCast(d64, ab), hn::BitCast(d64, cd)));
+  const auto hi = hn::BitCast(df, hn::InterleaveUpper(d64, hn::BitCast(d64, ab), hn::BitCast(d64, cd)));
+  alignas(64) float blocks[hn::MaxLanes(df)];
+  hn::Store(hn::Add(lo, hi), df, blocks);
+  const hn::Full128<float> d4;
+  auto sum = hn::Load(d4, blocks);
+  for (size_t i = 4; i < hn::Lanes(df); i += 4) sum = hn::Add(sum, hn::Load(d4, blocks + i));
+  hn::Store(sum, d4, out);
+}
+
+// kHeads is a compile-time constant so the per-head accumulators stay in
+// registers. Scores live key-major ([key][head]) so the four lane sums reduced
+// together land contiguously; the softmax then runs on that interleaved layout
+// (lane l belongs to head l % kHeads), and 1/sum is applied to the outputs.
 template <uint32_t kHeads>
 bool AttendGroupSimdT(const AttentionGroupArgs& a) {
+  static_assert(4 % kHeads == 0, "heads must divide 4");
   const hn::ScalableTag<float> df;
   const hn::Rebind<int32_t, decltype(df)> di32;
   const hn::Rebind<int8_t, decltype(df)> di8;
+  using VF = decltype(hn::Zero(df));
   const size_t N = hn::Lanes(df);
   const uint32_t hd = a.head_dim;
   constexpr uint32_t H = kHeads;
-  if (hd % 32 != 0 || 32 % N != 0) return false;
+  if (hd % 32 != 0 || 32 % N != 0 || N < 4) return false;
   uint32_t total = 0;
   for (uint32_t r = 0; r < a.num_runs; ++r) total += a.runs[r].count;
   if (total == 0) {
@@ -32,8 +56,12 @@ bool AttendGroupSimdT(const AttentionGroupArgs& a) {
   }
   const uint32_t groups = hd / 32;
   const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(hd));
+  float* sc = a.scores;  // [key][head]
 
   // ---- scores: dequantize each key chunk once, use it for every head of the group
+  VF pend[4];
+  uint32_t np = 0, written = 0;
+  alignas(16) float sums[4];
   uint32_t j = 0;
   for (uint32_t r = 0; r < a.num_runs; ++r) {
     const KvRun& run = a.runs[r];
@@ -41,7 +69,7 @@ bool AttendGroupSimdT(const AttentionGroupArgs& a) {
     for (uint32_t s = 0; s < run.count; ++s, ++j) {
       const int8_t* k = run.k + size_t(s) * a.row_stride;
       const float* ks = run.ks + size_t(s) * a.scale_stride;
-      decltype(hn::Zero(df)) acc[H];
+      VF acc[H];
       for (uint32_t h = 0; h < H; ++h) acc[h] = hn::Zero(df);
       for (uint32_t g = 0; g < groups; ++g) {
         const auto scale = hn::Set(df, ks[g] * inv_sqrt);
@@ -50,55 +78,107 @@ bool AttendGroupSimdT(const AttentionGroupArgs& a) {
           for (uint32_t h = 0; h < H; ++h) acc[h] = hn::MulAdd(hn::LoadU(df, q + h * hd + i), kf, acc[h]);
         }
       }
-      for (uint32_t h = 0; h < H; ++h) a.scores[size_t(h) * total + j] = hn::GetLane(hn::SumOfLanes(df, acc[h]));
+      for (uint32_t h = 0; h < H; ++h) pend[np++] = acc[h];
+      if (np == 4) {
+        SumOfLanes4(df, pend[0], pend[1], pend[2], pend[3], sc + written);
+        written += 4;
+        np = 0;
+      }
     }
   }
-  // ---- softmax per head (vectorised exp)
-  for (uint32_t h = 0; h < H; ++h) {
-    float* sc = a.scores + size_t(h) * total;
-    float mx = sc[0];
-    for (uint32_t i = 1; i < total; ++i) mx = std::max(mx, sc[i]);
-    const auto vmx = hn::Set(df, mx);
-    auto vsum = hn::Zero(df);
-    uint32_t i = 0;
-    for (; i + N <= total; i += static_cast<uint32_t>(N)) {
-      const auto e = hn::Exp(df, hn::Sub(hn::LoadU(df, sc + i), vmx));
-      hn::StoreU(e, df, sc + i);
-      vsum = hn::Add(vsum, e);
-    }
-    float sum = hn::GetLane(hn::SumOfLanes(df, vsum));
-    for (; i < total; ++i) sum += (sc[i] = std::exp(sc[i] - mx));
-    const float inv = 1.0f / sum;
-    for (i = 0; i < total; ++i) sc[i] *= inv;
+  if (np) {
+    for (uint32_t i = np; i < 4; ++i) pend[i] = hn::Zero(df);
+    SumOfLanes4(df, pend[0], pend[1], pend[2], pend[3], sums);
+    for (uint32_t i = 0; i < np; ++i) sc[written + i] = sums[i];
   }
-  // ---- values: out[h] = sum_j p[h][j] * v_j, accumulators in registers per chunk
+
+  // ---- softmax on the interleaved scores: per-head max, exp, per-head sum
+  const uint32_t n = total * H;
+  alignas(64) float lanes[hn::MaxLanes(df)];
+  float mx[H], sum[H];
+  for (uint32_t h = 0; h < H; ++h) mx[h] = -INFINITY, sum[h] = 0.0f;
+  uint32_t i = 0;
+  if (n >= N) {
+    auto vmax = hn::LoadU(df, sc);
+    for (i = static_cast<uint32_t>(N); i + N <= n; i += static_cast<uint32_t>(N)) vmax = hn::Max(vmax, hn::LoadU(df, sc + i));
+    hn::Store(vmax, df, lanes);
+    for (size_t l = 0; l < N; ++l) mx[l % H] = std::max(mx[l % H], lanes[l]);
+  }
+  for (uint32_t t = i; t < n; ++t) mx[t % H] = std::max(mx[t % H], sc[t]);
+  for (size_t l = 0; l < N; ++l) lanes[l] = mx[l % H];  // N is a multiple of H
+  const auto vmx = hn::Load(df, lanes);
+  auto vsum = hn::Zero(df);
+  for (i = 0; i + N <= n; i += static_cast<uint32_t>(N)) {
+    const auto e = hn::Exp(df, hn::Sub(hn::LoadU(df, sc + i), vmx));
+    hn::StoreU(e, df, sc + i);
+    vsum = hn::Add(vsum, e);
+  }
+  hn::Store(vsum, df, lanes);
+  for (size_t l = 0; l < N; ++l) sum[l % H] += lanes[l];
+  for (; i < n; ++i) sum[i % H] += (sc[i] = std::exp(sc[i] - mx[i % H]));
+
+  // ---- values: out[h] = (sum_j p[h][j] * v_j) / sum[h]. Key by key when every
+  // head's whole output fits in registers (each V row read once).
+  constexpr uint32_t kMaxChunks = 8;
+  const uint32_t chunks = hd / static_cast<uint32_t>(N);
+  if (chunks <= kMaxChunks) {
+    VF acc[H][kMaxChunks];
+    for (uint32_t h = 0; h < H; ++h) {
+      for (uint32_t c = 0; c < chunks; ++c) acc[h][c] = hn::Zero(df);
+    }
+    j = 0;
+    for (uint32_t r = 0; r < a.num_runs; ++r) {
+      const KvRun& run = a.runs[r];
+      for (uint32_t s = 0; s < run.count; ++s, ++j) {
+        const int8_t* v = run.v + size_t(s) * a.row_stride;
+        const float* vs = run.vs + size_t(s) * a.scale_stride;
+        VF p[H];
+        for (uint32_t h = 0; h < H; ++h) p[h] = hn::Set(df, sc[j * H + h]);
+        for (uint32_t c = 0; c < chunks; ++c) {
+          const uint32_t c0 = c * static_cast<uint32_t>(N);
+          const auto vf = hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, v + c0))), hn::Set(df, vs[c0 / 32]));
+          for (uint32_t h = 0; h < H; ++h) acc[h][c] = hn::MulAdd(p[h], vf, acc[h][c]);
+        }
+      }
+    }
+    for (uint32_t h = 0; h < H; ++h) {
+      const auto inv = hn::Set(df, 1.0f / sum[h]);
+      for (uint32_t c = 0; c < chunks; ++c) hn::StoreU(hn::Mul(acc[h][c], inv), df, a.out + size_t(h) * hd + c * N);
+    }
+    return true;
+  }
   for (uint32_t c0 = 0; c0 < hd; c0 += static_cast<uint32_t>(N)) {
     const uint32_t g = c0 / 32;
-    decltype(hn::Zero(df)) acc[H];
+    VF acc[H];
     for (uint32_t h = 0; h < H; ++h) acc[h] = hn::Zero(df);
     j = 0;
     for (uint32_t r = 0; r < a.num_runs; ++r) {
       const KvRun& run = a.runs[r];
       for (uint32_t s = 0; s < run.count; ++s, ++j) {
         const int8_t* v = run.v + size_t(s) * a.row_stride;
-        const float vscale = run.vs[size_t(s) * a.scale_stride + g];
-        const auto vf = hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, v + c0)));
-        for (uint32_t h = 0; h < H; ++h) acc[h] = hn::MulAdd(hn::Set(df, a.scores[size_t(h) * total + j] * vscale), vf, acc[h]);
+        const auto vf = hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, v + c0))),
+                                hn::Set(df, run.vs[size_t(s) * a.scale_stride + g]));
+        for (uint32_t h = 0; h < H; ++h) acc[h] = hn::MulAdd(hn::Set(df, sc[j * H + h]), vf, acc[h]);
       }
     }
-    for (uint32_t h = 0; h < H; ++h) hn::StoreU(acc[h], df, a.out + size_t(h) * hd + c0);
+    for (uint32_t h = 0; h < H; ++h) hn::StoreU(hn::Mul(acc[h], hn::Set(df, 1.0f / sum[h])), df, a.out + size_t(h) * hd + c0);
   }
   return true;
 }
 
+#endif  // HWY_TARGET != HWY_SCALAR
+
 bool AttendGroupSimd(const AttentionGroupArgs& a) {
+#if HWY_TARGET == HWY_SCALAR
+  return false;  // the scalar reference
+#else
   switch (a.heads) {
     case 1: return AttendGroupSimdT<1>(a);
     case 2: return AttendGroupSimdT<2>(a);
-    case 3: return AttendGroupSimdT<3>(a);
     case 4: return AttendGroupSimdT<4>(a);
-    default: return false;  // larger GQA groups: the scalar reference
+    default: return false;  // other GQA groups: the scalar reference
   }
+#endif
 }
 
 
