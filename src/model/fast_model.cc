@@ -610,16 +610,17 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
   auto tok = [&](int64_t P) -> int32_t { return P < 0 ? 0 : P >= t0 ? tokens[P - t0] : cache.TokenAt(P); };
 
   // Prepares rows [0, T) of `x` (row stride `in`) as int8 activations for `fb`-bit matrices.
+  // Row p only: fused into other per-token stages (one pool job instead of two).
+  auto prepare_row = [&](const float* x, uint32_t in, uint32_t fb, uint32_t p) {
+    float* rot = &s.rotated[size_t(p) * s.in_pad_max];
+    RotateForCq(x + size_t(p) * in, in, rot);
+    ActivationQ8& a = s.acts[p];
+    a.q = &s.act_q[size_t(p) * s.in_pad_max];
+    a.scale = &s.act_scale[size_t(p) * (s.in_pad_max / kCqGroup)];
+    QuantizeActivation(rot, static_cast<uint32_t>(CqPaddedIn(in)), fb, a);
+  };
   auto prepare = [&](const float* x, uint32_t in, uint32_t fb) {
-    const uint32_t in_pad = static_cast<uint32_t>(CqPaddedIn(in));
-    auto row = [&](uint32_t p) {
-      float* rot = &s.rotated[size_t(p) * s.in_pad_max];
-      RotateForCq(x + size_t(p) * in, in, rot);
-      ActivationQ8& a = s.acts[p];
-      a.q = &s.act_q[size_t(p) * s.in_pad_max];
-      a.scale = &s.act_scale[size_t(p) * (s.in_pad_max / kCqGroup)];
-      QuantizeActivation(rot, in_pad, fb, a);
-    };
+    auto row = [&](uint32_t p) { prepare_row(x, in, fb, p); };
     ForEachToken(pool, T, row);
   };
   // Re-quantizes the already rotated rows for another field width when needed.
@@ -696,12 +697,19 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     const Layer& Ly = layers_[li];
     const uint32_t lane = li % n;
     // ---- mHC coefficients
-    auto unit = [&](uint32_t p) { RmsUnitFast(&s.X[size_t(p) * n * d], n * d, &s.nx[size_t(p) * n * d]); };
+    auto unit = [&](uint32_t p) {
+      RmsUnitFast(&s.X[size_t(p) * n * d], n * d, &s.nx[size_t(p) * n * d]);
+      prepare_row(s.nx.data(), n * d, phi_pre_.field_bits(), p);
+    };
     ForEachToken(pool, T, unit);
-    prepare(s.nx.data(), n * d, phi_pre_.field_bits());
     matmul_multi({{&phi_pre_, li * n, n, s.proj_pre.data(), n},
                   {&phi_post_, li * n, n, s.proj_post.data(), n},
                   {&phi_res_, li * n * n, n * n, s.proj_res.data(), n * n}});
+    const int32_t site = site_of_layer_[li];
+    auto norm_in = [&](uint32_t p) {
+      ZcRmsNormFast(&s.xin[size_t(p) * d], Ly.norm_in.data(), d, &s.h[size_t(p) * d]);
+      prepare_row(s.h.data(), d, Ly.q.field_bits(), p);
+    };
     auto coefficients = [&](uint32_t p) {
       for (uint32_t j = 0; j < n; ++j) {
         s.hpre[p * n + j] = Sigmoid(a_pre_[li] * s.proj_pre[p * n + j] + b_pre_[li * n + j] + (j == lane ? 4.0f : -4.0f));
@@ -718,11 +726,12 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
         u[i] = acc;
       }
       std::memcpy(&s.xin[size_t(p) * d], u, d * sizeof(float));
+      if (site < 0) norm_in(p);  // no engram here: the attention input is ready
     };
     ForEachToken(pool, T, coefficients);
 
     // ---- engram site: x = u + alpha * ev
-    if (const int32_t si = site_of_layer_[li]; si >= 0) {
+    if (const int32_t si = site; si >= 0) {
       const Site& E = sites_[si];
       const uint32_t eh = c.engram_heads_per_order(), sub = c.engram_sub_dim(), slots = c.engram_slots;
       for (uint32_t p = 0; p < T; ++p) {
@@ -774,9 +783,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     }
 
     // ---- attention projections (batched over the chunk)
-    auto norm_in = [&](uint32_t p) { ZcRmsNormFast(&s.xin[size_t(p) * d], Ly.norm_in.data(), d, &s.h[size_t(p) * d]); };
-    ForEachToken(pool, T, norm_in);
-    prepare(s.h.data(), d, Ly.q.field_bits());
+    if (site >= 0) ForEachToken(pool, T, norm_in);
     matmul_multi({{&Ly.q, 0, H * hd, s.q.data(), H * hd},
                   {&Ly.k, 0, kv, s.k.data(), kv},
                   {&Ly.v, 0, kv, s.v.data(), kv},
@@ -792,11 +799,11 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
       float* o = &s.o[size_t(p) * H * hd];
       const float* gt = &s.gate[size_t(p) * H * hd];
       MulSigmoid(o, gt, H * hd);
+      prepare_row(s.o.data(), H * hd, Ly.out.field_bits(), p);
     };
     ForEachToken(pool, T, gate);
 
     // ---- output projection, post norm, Hadamard MLP, lane update
-    prepare(s.o.data(), H * hd, Ly.out.field_bits());
     matmul(Ly.out, 0, d, s.a.data(), d);
     const float g_attn = Sigmoid(Ly.attn_gate);
     // Per token; x1 and z live in rows of buffers the products above are done

@@ -103,6 +103,34 @@ bool Sinkhorn4Simd(float* m, int iterations) {
 #if HWY_TARGET == HWY_SCALAR
   return false;
 #else
+  const hn::ScalableTag<float> dw;
+  if (hn::Lanes(dw) == 16) {
+    // The whole matrix in one vector, row r in 128-bit block r: row reductions
+    // inside blocks (two in-block shuffles), column reductions across blocks
+    // (two lane permutations) — 2 exp + 2 log per iteration instead of 8 + 2.
+    const hn::RebindToSigned<decltype(dw)> di;
+    alignas(64) int32_t rot4[16], rot8[16];
+    for (int i = 0; i < 16; ++i) rot4[i] = (i + 4) % 16, rot8[i] = (i + 8) % 16;
+    const auto by4 = hn::IndicesFromVec(dw, hn::Load(di, rot4));
+    const auto by8 = hn::IndicesFromVec(dw, hn::Load(di, rot8));
+    auto v = hn::LoadU(dw, m);
+    for (int it = 0; it < iterations; ++it) {
+      auto mx = hn::Max(v, hn::Shuffle2301(v));
+      mx = hn::Max(mx, hn::Shuffle1032(mx));
+      auto e = hn::Exp(dw, hn::Sub(v, mx));
+      e = hn::Add(e, hn::Shuffle2301(e));
+      e = hn::Add(e, hn::Shuffle1032(e));
+      v = hn::Sub(v, hn::Add(mx, hn::Log(dw, e)));
+      mx = hn::Max(v, hn::TableLookupLanes(v, by4));
+      mx = hn::Max(mx, hn::TableLookupLanes(mx, by8));
+      e = hn::Exp(dw, hn::Sub(v, mx));
+      e = hn::Add(e, hn::TableLookupLanes(e, by4));
+      e = hn::Add(e, hn::TableLookupLanes(e, by8));
+      v = hn::Sub(v, hn::Add(mx, hn::Log(dw, e)));
+    }
+    hn::StoreU(hn::Exp(dw, v), dw, m);
+    return true;
+  }
   const hn::Full128<float> d;
   auto r0 = hn::LoadU(d, m), r1 = hn::LoadU(d, m + 4), r2 = hn::LoadU(d, m + 8), r3 = hn::LoadU(d, m + 12);
   auto row_lse = [&](decltype(r0) r) {
