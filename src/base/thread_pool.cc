@@ -10,22 +10,9 @@
 #endif
 
 namespace needle {
-namespace {
-
-// Range of worker `i` of `parts` over [0, n), boundaries on multiples of `align`.
-inline void Split(uint32_t n, uint32_t parts, uint32_t i, uint32_t align, uint32_t* b, uint32_t* e) {
-  const uint32_t blocks = (n + align - 1) / align;
-  const uint32_t per = blocks / parts, extra = blocks % parts;
-  const uint32_t start = i * per + std::min(i, extra);
-  const uint32_t count = per + (i < extra ? 1 : 0);
-  *b = std::min(n, start * align);
-  *e = std::min(n, (start + count) * align);
-}
-
-}  // namespace
 
 ThreadPool::ThreadPool(uint32_t threads) : threads_(std::max<uint32_t>(1, threads)) {
-  for (uint32_t i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  for (uint32_t i = 1; i < threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -40,13 +27,16 @@ void ThreadPool::ParallelFor(uint32_t n, RangeFn fn, void* ctx, uint32_t align) 
     fn(ctx, 0, n);
     return;
   }
-  fn_ = fn, ctx_ = ctx, n_ = n, align_ = align;
+  // Ranges are claimed, not assigned: about four per thread, so a thread that
+  // was slowed (another process, a busier range) is covered by the others.
+  const uint32_t blocks = (n + align - 1) / align;
+  grain_ = std::max<uint32_t>(1, blocks / (threads_ * 4)) * align;
+  fn_ = fn, ctx_ = ctx, n_ = n;
+  next_.store(0, std::memory_order_relaxed);
   pending_.store(threads_ - 1, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
-  uint32_t b, e;
-  Split(n, threads_, 0, align, &b, &e);
-  if (b < e) fn(ctx, b, e);
+  RunClaims();
   // Spin briefly (the usual case: the other cores finish within microseconds),
   // then sleep, so an oversubscribed machine is not burned by waiting.
   for (int spin = 0; spin < 4000; ++spin) {
@@ -58,7 +48,15 @@ void ThreadPool::ParallelFor(uint32_t n, RangeFn fn, void* ctx, uint32_t align) 
   }
 }
 
-void ThreadPool::WorkerLoop(uint32_t index) {
+void ThreadPool::RunClaims() {
+  for (;;) {
+    const uint32_t b = next_.fetch_add(grain_, std::memory_order_relaxed);
+    if (b >= n_) return;
+    fn_(ctx_, b, std::min(n_, b + grain_));
+  }
+}
+
+void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   for (;;) {
     uint64_t g = generation_.load(std::memory_order_acquire);
@@ -72,9 +70,7 @@ void ThreadPool::WorkerLoop(uint32_t index) {
     }
     seen = g;
     if (stop_.load(std::memory_order_acquire)) return;
-    uint32_t b, e;
-    Split(n_, threads_, index, align_, &b, &e);
-    if (b < e) fn_(ctx_, b, e);
+    RunClaims();
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
   }
 }

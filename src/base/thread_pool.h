@@ -21,12 +21,14 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   uint32_t threads() const { return threads_; }
-  // Runs fn(ctx, b, e) over [0, n) split into `threads` contiguous ranges
-  // (multiples of `align`), the caller doing the first. Returns when all are done.
+  // Runs fn(ctx, b, e) over [0, n) in contiguous ranges (multiples of `align`)
+  // that the threads, the caller included, claim until none is left; a thread
+  // may get several. Returns when all are done.
   void ParallelFor(uint32_t n, RangeFn fn, void* ctx, uint32_t align = 1);
 
  private:
-  void WorkerLoop(uint32_t index);
+  void WorkerLoop();
+  void RunClaims();  // claims and runs ranges of the current job until none is left
 
   uint32_t threads_;
   std::vector<std::thread> workers_;
@@ -36,7 +38,8 @@ class ThreadPool {
   // The job of the current generation (written before generation_ is bumped).
   RangeFn fn_ = nullptr;
   void* ctx_ = nullptr;
-  uint32_t n_ = 0, align_ = 1;
+  uint32_t n_ = 0, grain_ = 1;
+  std::atomic<uint32_t> next_{0};  // start of the next unclaimed range
 };
 
 }  // namespace needle
