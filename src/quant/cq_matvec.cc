@@ -144,7 +144,7 @@ void MatMulTile(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8*
 // multiply-adds instead of 16. Byte tables repeat in every 128-bit block.
 #if HWY_TARGET == HWY_AVX3_DL
 // Highway's AVX3_DL flags name the VEX VNNI only; the 512-bit form needs this.
-#define NEEDLE_VNNI512 __attribute__((target("avx512vnni")))
+#define NEEDLE_VNNI512 __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
 #else
 #define NEEDLE_VNNI512
 #endif
@@ -157,8 +157,8 @@ NEEDLE_VNNI512 void MatMulTileWide(const CqMatrixView& w, const CqLevelsQ8& lv, 
   const hn::Repartition<int32_t, decltype(d16)> d32;
   const hn::Repartition<float, decltype(d16)> df;
   const size_t L = hn::Lanes(d16);
-  constexpr int kPlanes = 8 / kFieldBits;
-  constexpr uint32_t kPlaneLen = 128 / kPlanes;
+  constexpr int kSteps = kFieldBits == 3 ? 1 : 8 / kFieldBits;  // planes per loaded byte vector
+  constexpr uint32_t kLen = 128 / (kFieldBits == 3 ? 1 : 8 / kFieldBits);  // columns per plane
   constexpr uint32_t kGroupBytes = 128 * kFieldBits / 8;
   const auto table = hn::LoadDup128(du8, lv.level_u8);
   const auto mask = hn::Set(du8, static_cast<uint8_t>((1 << kFieldBits) - 1));
@@ -175,12 +175,16 @@ NEEDLE_VNNI512 void MatMulTileWide(const CqMatrixView& w, const CqLevelsQ8& lv, 
       (void)unused;  // not needed by the VNNI path
       for (int b = 0; b < kBatch; ++b) sum[b] = hn::Zero(d32);
       const uint8_t* gc = codes + g * kGroupBytes;
-      for (uint32_t c = 0; c < kPlaneLen; c += static_cast<uint32_t>(L)) {
-        const auto v = hn::LoadU(du8, gc + c);
-        for (int j = 0; j < kPlanes; ++j) {
-          const auto idx = hn::And(hn::ShiftRightSame(v, j * kFieldBits), mask);
+      // 3-bit groups (natural order) are unpacked to index bytes once, then
+      // read as one plane; 2- and 4-bit bytes hold one column of each plane.
+      alignas(16) uint8_t idx3[kFieldBits == 3 ? 128 : 1];
+      if constexpr (kFieldBits == 3) DecodeGroup3(gc, idx3);
+      for (uint32_t c = 0; c < kLen; c += static_cast<uint32_t>(L)) {
+        const auto v = hn::LoadU(du8, (kFieldBits == 3 ? idx3 : gc) + c);
+        for (int j = 0; j < kSteps; ++j) {
+          const auto idx = kFieldBits == 3 ? v : hn::And(hn::ShiftRightSame(v, j * kFieldBits), mask);
           const auto lvl = hn::PromoteTo(d16, hn::BitCast(d8, hn::TableLookupBytes(table, idx)));
-          const size_t slot = size_t(g) * 128 + size_t(j) * kPlaneLen + c;
+          const size_t slot = size_t(g) * 128 + size_t(j) * kLen + c;
           for (int b = 0; b < kBatch; ++b) {
 #if HWY_TARGET == HWY_AVX3_DL
             // VNNI: the same pairwise int16 products and sum, one instruction.
@@ -229,9 +233,9 @@ bool MatMulSimd(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8*
                                         NEEDLE_TILE<5, 2>, NEEDLE_TILE<6, 2>, NEEDLE_TILE<7, 2>, NEEDLE_TILE<8, 2>};
   static constexpr TileFn kTiles4[8] = {NEEDLE_TILE<1, 4>, NEEDLE_TILE<2, 4>, NEEDLE_TILE<3, 4>, NEEDLE_TILE<4, 4>,
                                         NEEDLE_TILE<5, 4>, NEEDLE_TILE<6, 4>, NEEDLE_TILE<7, 4>, NEEDLE_TILE<8, 4>};
-  // 3-bit: the 128-bit tile (its GroupDot decodes the natural-order group first).
-  static constexpr TileFn kTiles3[8] = {MatMulTile<1, 3>, MatMulTile<2, 3>, MatMulTile<3, 3>, MatMulTile<4, 3>,
-                                        MatMulTile<5, 3>, MatMulTile<6, 3>, MatMulTile<7, 3>, MatMulTile<8, 3>};
+  // 3-bit groups are unpacked to index bytes first (DecodeGroup3), then go the same way.
+  static constexpr TileFn kTiles3[8] = {NEEDLE_TILE<1, 3>, NEEDLE_TILE<2, 3>, NEEDLE_TILE<3, 3>, NEEDLE_TILE<4, 3>,
+                                        NEEDLE_TILE<5, 3>, NEEDLE_TILE<6, 3>, NEEDLE_TILE<7, 3>, NEEDLE_TILE<8, 3>};
   for (uint32_t b0 = 0; b0 < batch; b0 += kTile) {
     const uint32_t nb = std::min<uint32_t>(kTile, batch - b0);
     (fb == 2 ? kTiles2 : fb == 3 ? kTiles3 : kTiles4)[nb - 1](w, lv, xs + b0, r0, r1, y + b0 * y_stride, y_stride);
