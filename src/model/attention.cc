@@ -30,7 +30,7 @@ HWY_INLINE void SumOfLanes4(D df, V a, V b, V c, V d, float* out) {
   const hn::Full128<float> d4;
   auto sum = hn::Load(d4, blocks);
   for (size_t i = 4; i < hn::Lanes(df); i += 4) sum = hn::Add(sum, hn::Load(d4, blocks + i));
-  hn::Store(sum, d4, out);
+  hn::StoreU(sum, d4, out);  // out: any float of the caller's scratch
 }
 
 // kHeads is a compile-time constant so the per-head accumulators stay in

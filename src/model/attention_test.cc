@@ -34,10 +34,12 @@ TEST(AttendGroup, SimdEqualsReference) {
             {&k[0 * row + g * hd], &ks[0 * srow + g * groups], &v[0 * row + g * hd], &vs[0 * srow + g * groups], 7, true},
             {&k[30 * row + g * hd], &ks[30 * srow + g * groups], &v[30 * row + g * hd], &vs[30 * srow + g * groups], 10, false},
             {&k[7 * row + g * hd], &ks[7 * srow + g * groups], &v[7 * row + g * hd], &vs[7 * srow + g * groups], 12, false}};
-        std::vector<float> sc1(heads * 29), sc2(heads * 29), out1(heads * hd), out2(heads * hd);
+        // The kernel's scratch may start at any float (a kv group's share of the
+        // session's scratch): one float past an aligned start.
+        std::vector<float> sc1(heads * 29), sc2(heads * 29 + 1), out1(heads * hd), out2(heads * hd);
         AttentionGroupArgs a{qw.data(), qs.data(), heads, hd, row, srow, runs, 3, sc1.data(), out1.data()};
         AttendGroupReference(a);
-        a.scores = sc2.data();
+        a.scores = sc2.data() + 1;
         a.out = out2.data();
         AttendGroup(a);
         for (size_t i = 0; i < out1.size(); ++i) {
