@@ -609,8 +609,8 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
 
   auto tok = [&](int64_t P) -> int32_t { return P < 0 ? 0 : P >= t0 ? tokens[P - t0] : cache.TokenAt(P); };
 
-  // Prepares rows [0, T) of `x` (row stride `in`) as int8 activations for `fb`-bit matrices.
-  // Row p only: fused into other per-token stages (one pool job instead of two).
+  // Row p of `x` (row stride `in`) rotated and quantized for `fb`-bit matrices;
+  // called inside other per-token stages (one pool job instead of two).
   auto prepare_row = [&](const float* x, uint32_t in, uint32_t fb, uint32_t p) {
     float* rot = &s.rotated[size_t(p) * s.in_pad_max];
     RotateForCq(x + size_t(p) * in, in, rot);
@@ -619,6 +619,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     a.scale = &s.act_scale[size_t(p) * (s.in_pad_max / kCqGroup)];
     QuantizeActivation(rot, static_cast<uint32_t>(CqPaddedIn(in)), fb, a);
   };
+  // Rows [0, T) of `x` on their own.
   auto prepare = [&](const float* x, uint32_t in, uint32_t fb) {
     auto row = [&](uint32_t p) { prepare_row(x, in, fb, p); };
     ForEachToken(pool, T, row);
