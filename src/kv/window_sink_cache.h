@@ -119,5 +119,8 @@ class WindowSinkCache {
 
 // Int8 quantization of n values with one scale per 32 (the last group may be shorter).
 void QuantizeKvRow(const float* x, uint32_t n, int8_t* q, float* scales);
+// x replaced by the values its QuantizeKvRow form stands for (q * scale): the
+// attention queries go through this, so the kernels may score them as int8.
+void SnapToKvGrid(float* x, uint32_t n);
 
 }  // namespace needle

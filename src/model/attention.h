@@ -2,6 +2,11 @@
 // int8 cache: sink slots scored with the sink-rotated query, window slots with
 // the window-rotated query, one softmax over both, int8 V accumulated in fp32.
 // A Highway kernel (head_dim a multiple of 32) with a scalar reference beside it.
+//
+// Queries come on the int8 grid of the keys (SnapToKvGrid: one scale per 32
+// values), so a kernel may score them as int8: on AVX3_DL (VNNI) the scores are
+// exact integer dot products per 32-value group, scaled once; elsewhere float
+// multiply-adds of the same values. Both agree with the reference to rounding.
 #pragma once
 
 #include <cstdint>

@@ -7,9 +7,15 @@
 #include <hwy/targets.h>
 
 #include "base/random.h"
+#include "kv/window_sink_cache.h"
 
 namespace needle {
 namespace {
+
+// Each head's slice of a query buffer (hd floats apart) onto the int8 grid.
+void SnapToHeads(std::vector<float>& q, uint32_t hd) {
+  for (size_t i = 0; i + hd <= q.size(); i += hd) SnapToKvGrid(q.data() + i, hd);
+}
 
 // SIMD attention equals the scalar reference, on every compiled target, for
 // several GQA group sizes, head sizes and run layouts (sinks + a wrapped window).
@@ -29,6 +35,8 @@ TEST(AttendGroup, SimdEqualsReference) {
         for (auto& x : vs) x = static_cast<float>(0.01 + rng.Uniform() * 0.02);
         for (auto& x : qw) x = static_cast<float>(rng.Normal());
         for (auto& x : qs) x = static_cast<float>(rng.Normal());
+        SnapToHeads(qw, hd);  // queries on the int8 grid, as the model passes them
+        SnapToHeads(qs, hd);
         const uint32_t g = 1;  // kv head 1 of 3: exercises the row offsets
         KvRun runs[3] = {
             {&k[0 * row + g * hd], &ks[0 * srow + g * groups], &v[0 * row + g * hd], &vs[0 * srow + g * groups], 7, true},
@@ -77,6 +85,8 @@ TEST(AttendBlock, SimdEqualsReference) {
           std::vector<float> qw(tokens * qstride), qs(tokens * qstride);
           for (auto& x : qw) x = static_cast<float>(rng.Normal());
           for (auto& x : qs) x = static_cast<float>(rng.Normal());
+          SnapToHeads(qw, hd);
+          SnapToHeads(qs, hd);
           const uint32_t g = 1;
           auto run = [&](uint32_t first, uint32_t count) {
             return KvRun{&k[first * row + g * hd], &ks[first * srow + g * groups], &v[first * row + g * hd],

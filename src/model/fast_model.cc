@@ -475,6 +475,10 @@ void FastModel::AttendTokens(DecoderState& st, uint32_t li, uint32_t T, ThreadPo
       std::memcpy(qs + hh * hd, qw + hh * hd, hd * sizeof(float));
       RotateWithAngles(qw + hh * hd, hd, rope_w);
       RotateWithAngles(qs + hh * hd, hd, rope_s);
+      if (!s.fp32) {  // int8 queries, as the keys (attention.h)
+        SnapToKvGrid(qw + hh * hd, hd);
+        SnapToKvGrid(qs + hh * hd, hd);
+      }
     }
     float* o = &s.o[size_t(p) * H * hd];
     if (s.fp32) {
@@ -539,6 +543,8 @@ void FastModel::AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPoo
       std::memcpy(qs + hh * hd, q + hh * hd, hd * sizeof(float));
       RotateWithAngles(q + hh * hd, hd, rope_w);
       RotateWithAngles(qs + hh * hd, hd, rope_s);
+      SnapToKvGrid(q + hh * hd, hd);  // int8 queries, as the keys (attention.h)
+      SnapToKvGrid(qs + hh * hd, hd);
     }
   };
   ForEachToken(pool, T, prepare);

@@ -13,11 +13,8 @@
 #include "base/round.h"
 #include "quant/hadamard.h"
 
-// AVX3_DL (Ice Lake and later: VNNI) is opt-in in Highway 1.0; its
+// AVX3_DL (Ice Lake and later: VNNI; opted into in CMakeLists.txt): its
 // multiply-accumulate is one instruction where AVX3 needs two.
-#ifndef HWY_WANT_AVX3_DL
-#define HWY_WANT_AVX3_DL
-#endif
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "quant/cq_matvec.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
