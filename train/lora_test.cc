@@ -326,6 +326,7 @@ TEST(Trainer, ResumedRunReproducesTheLossCurveAndLoadsFromItsDirectory) {
   b.out = TempDir() + "/run-b";
   Train(a);
   b.stop_at = 3;  // "killed" after step 3, one step past its last checkpoint
+  b.checkpoint_at_stop = false;
   Train(b);
   EXPECT_EQ(LossByStep(b.out + "/log.jsonl").size(), 3u);
   b.stop_at = 0;
@@ -335,6 +336,22 @@ TEST(Trainer, ResumedRunReproducesTheLossCurveAndLoadsFromItsDirectory) {
   ASSERT_EQ(la.size(), 4u);
   ASSERT_EQ(lb.size(), 4u);
   for (const auto& [step, loss] : la) EXPECT_EQ(lb.at(step), loss) << "step " << step;
+
+  // --stop-at: a checkpoint at the stop step (an odd one here), then a resume
+  // continues the same schedule: the same curve, no step repeated.
+  TrainOptions stop = o;
+  stop.out = TempDir() + "/run-stop";
+  stop.stop_at = 3;
+  Train(stop);
+  stop.stop_at = 0;
+  stop.resume = true;
+  Train(stop);
+  std::ifstream log_c(stop.out + "/log.jsonl");
+  size_t lines = 0;
+  for (std::string line; std::getline(log_c, line);) ++lines;
+  EXPECT_EQ(lines, 4u);
+  const auto lc = LossByStep(stop.out + "/log.jsonl");
+  for (const auto& [step, loss] : la) EXPECT_EQ(lc.at(step), loss) << "step " << step;
 
   // The run carries its geometry: the directory, checkpoint.pt with config.json,
   // and checkpoint.pt with only model.cact beside it all load the same weights.

@@ -206,7 +206,8 @@ double Train(const TrainOptions& o) {
   const int64_t first_step = step;
   uint64_t tokens_this_run = 0;
   double last_loss = 0, val_loss = 0;
-  while (step < o.steps) {
+  const auto stopped = [&] { return o.stop_at > 0 && step >= o.stop_at; };
+  while (step < o.steps && !stopped()) {
     std::vector<EncodedPrompt> batch;
     std::vector<const EncodedPrompt*> ptrs;
     size_t tokens = 0;
@@ -250,8 +251,7 @@ double Train(const TrainOptions& o) {
     }
     log << rec.dump() << "\n";
     log.flush();
-    if (step % o.checkpoint_every == 0 || step == o.steps) save();
-    if (o.stop_at > 0 && step >= o.stop_at) break;
+    if (step % o.checkpoint_every == 0 || step == o.steps || (stopped() && o.checkpoint_at_stop)) save();
   }
   std::fprintf(stderr, "\n");
   return val.empty() ? last_loss : val_loss;

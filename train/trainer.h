@@ -32,7 +32,8 @@ struct TrainOptions {
   int64_t threads = 2;
   uint64_t seed = 0;
   bool resume = false;
-  int64_t stop_at = 0;              // stop once this step is done, as if killed there (0 = run to `steps`)
+  int64_t stop_at = 0;              // stop once this step is done (0 = run to `steps`), the schedule still `steps`'s
+  bool checkpoint_at_stop = true;   // false: stop as if killed there (tests of resuming)
   std::string bits = "4";           // width of the exported model.cact
   double mtp_weight = 0;            // > 0: add the MTP block's loss (SPEC §1) with this weight
 };

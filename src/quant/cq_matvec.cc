@@ -142,6 +142,23 @@ void MatMulTile(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8*
 #if HWY_TARGET == HWY_AVX3_DL
 // Highway's AVX3_DL flags name the VEX VNNI only; the 512-bit form needs this.
 #define NEEDLE_VNNI512 __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+// DecodeGroup3 in three instructions per 64 codes (AVX512-VBMI): codes
+// 8m..8m+7 are bytes 3m..3m+2 of the group; a byte permute puts those three
+// bytes at the bottom of 64-bit lane m, and a multishift takes the 8 bits from
+// offset 3u for byte u (the upper 5 are masked off).
+NEEDLE_VNNI512 HWY_INLINE void DecodeGroup3Vbmi(const uint8_t* codes, uint8_t* idx) {
+  alignas(64) static constexpr uint8_t kPerm[64] = {
+      0,  1,  2,  0, 0, 0, 0, 0, 3,  4,  5,  0, 0, 0, 0, 0, 6,  7,  8,  0, 0, 0, 0, 0, 9,  10, 11, 0, 0, 0, 0, 0,
+      12, 13, 14, 0, 0, 0, 0, 0, 15, 16, 17, 0, 0, 0, 0, 0, 18, 19, 20, 0, 0, 0, 0, 0, 21, 22, 23, 0, 0, 0, 0, 0};
+  const __m512i perm = _mm512_load_si512(kPerm);
+  const __m512i shifts = _mm512_set1_epi64(0x1512'0F0C'0906'0300ll);
+  const __m512i seven = _mm512_set1_epi8(7);
+  for (int half = 0; half < 2; ++half) {
+    const __m512i src = _mm512_maskz_loadu_epi8(0xFFFFFFull, codes + 24 * half);  // 24 bytes, nothing past them
+    const __m512i fields = _mm512_multishift_epi64_epi8(shifts, _mm512_permutexvar_epi8(perm, src));
+    _mm512_store_si512(idx + 64 * half, _mm512_and_si512(fields, seven));
+  }
+}
 #else
 #define NEEDLE_VNNI512
 #endif
@@ -174,8 +191,12 @@ NEEDLE_VNNI512 void MatMulTileWide(const CqMatrixView& w, const CqLevelsQ8& lv, 
       const uint8_t* gc = codes + g * kGroupBytes;
       // 3-bit groups (natural order) are unpacked to index bytes once, then
       // read as one plane; 2- and 4-bit bytes hold one column of each plane.
-      alignas(16) uint8_t idx3[kFieldBits == 3 ? 128 : 1];
+      alignas(64) uint8_t idx3[kFieldBits == 3 ? 128 : 1];
+#if HWY_TARGET == HWY_AVX3_DL
+      if constexpr (kFieldBits == 3) DecodeGroup3Vbmi(gc, idx3);
+#else
       if constexpr (kFieldBits == 3) DecodeGroup3(gc, idx3);
+#endif
       for (uint32_t c = 0; c < kLen; c += static_cast<uint32_t>(L)) {
         const auto v = hn::LoadU(du8, (kFieldBits == 3 ? idx3 : gc) + c);
         for (int j = 0; j < kSteps; ++j) {

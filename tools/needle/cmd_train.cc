@@ -36,7 +36,8 @@ int RunTrain(int argc, char** argv) {
              {"bits", "W|MAP", "width of the exported model.cact (default 4)"},
              {"mtp-weight", "X", "add the multi-token-prediction loss (SPEC §1, training aid, not exported) with this weight (default 0)"},
              {"out", "DIR", "run directory (required)"},
-             {"resume", "", "continue from DIR/checkpoint.pt"}});
+             {"resume", "", "continue from DIR/checkpoint.pt"},
+             {"stop-at", "N", "stop after step N with a checkpoint there, the schedule still that of --steps"}});
   if (!args.Parse(argc, argv)) return 0;
 #if NEEDLE_HAVE_TRAIN
   train::TrainOptions o;
@@ -58,6 +59,8 @@ int RunTrain(int argc, char** argv) {
   o.seed = static_cast<uint64_t>(args.GetInt("seed", 0));
   o.bits = args.Get("bits", o.bits);
   o.resume = args.Has("resume");
+  o.stop_at = args.GetInt("stop-at", 0);
+  if (o.stop_at < 0) throw Error(ErrorCode::kInvalidArgument, "train: --stop-at must be a step number");
   o.mtp_weight = args.GetDouble("mtp-weight", 0.0);
   if (o.mtp_weight < 0) throw Error(ErrorCode::kInvalidArgument, "train: --mtp-weight must be >= 0");
   if (o.steps < 1 || o.batch_tokens < 1 || o.max_len < 8 || o.warmup < 0 || o.window < 0 || o.threads < 1 ||
