@@ -38,6 +38,33 @@ HWY_INLINE void SumOfLanes4(D df, V a, V b, V c, V d, float* out) {
   hn::StoreU(sum, d4, out);  // out: any float of the caller's scratch
 }
 
+// Per-(key, head) accumulators reduced four at a time into consecutive floats
+// of `out` (the key-major scores).
+template <class D>
+struct LaneSumWriter {
+  using VF = decltype(hn::Zero(D()));
+  float* out;
+  VF pend[4];
+  uint32_t np = 0;
+  explicit LaneSumWriter(float* o) : out(o) {}
+  HWY_INLINE void Push(VF v) {
+    pend[np++] = v;
+    if (np == 4) {
+      SumOfLanes4(D(), pend[0], pend[1], pend[2], pend[3], out);
+      out += 4;
+      np = 0;
+    }
+  }
+  HWY_INLINE void Flush() {
+    if (!np) return;
+    alignas(16) float sums[4];
+    for (uint32_t i = np; i < 4; ++i) pend[i] = hn::Zero(D());
+    SumOfLanes4(D(), pend[0], pend[1], pend[2], pend[3], sums);
+    for (uint32_t i = 0; i < np; ++i) out[i] = sums[i];
+    np = 0;
+  }
+};
+
 #if HWY_TARGET == HWY_AVX3_DL
 // Highway's AVX3_DL flags name the VEX VNNI only; the 512-bit form needs this.
 #define NEEDLE_VNNI512 __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
@@ -78,9 +105,7 @@ NEEDLE_VNNI512 void GroupScoresVnni(const AttentionGroupArgs& a, float* sc) {
       }
     }
   }
-  VF pend[4];
-  uint32_t np = 0, written = 0;
-  alignas(16) float sums[4];
+  LaneSumWriter<decltype(df)> scores(sc);
   for (uint32_t r = 0; r < a.num_runs; ++r) {
     const KvRun& run = a.runs[r];
     const int set = run.sink ? 1 : 0;
@@ -98,19 +123,14 @@ NEEDLE_VNNI512 void GroupScoresVnni(const AttentionGroupArgs& a, float* sc) {
           acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(ksv, qsv[set][h][c]), acc[h]);
         }
       }
-      for (uint32_t h = 0; h < H; ++h) pend[np++].raw = acc[h];
-      if (np == 4) {
-        SumOfLanes4(df, pend[0], pend[1], pend[2], pend[3], sc + written);
-        written += 4;
-        np = 0;
+      for (uint32_t h = 0; h < H; ++h) {
+        VF v;
+        v.raw = acc[h];
+        scores.Push(v);
       }
     }
   }
-  if (np) {
-    for (uint32_t i = np; i < 4; ++i) pend[i] = hn::Zero(df);
-    SumOfLanes4(df, pend[0], pend[1], pend[2], pend[3], sums);
-    for (uint32_t i = 0; i < np; ++i) sc[written + i] = sums[i];
-  }
+  scores.Flush();
 }
 #endif  // HWY_TARGET == HWY_AVX3_DL
 
@@ -125,9 +145,7 @@ void GroupScoresFloat(const AttentionGroupArgs& a, float* sc) {
   const size_t N = hn::Lanes(df);
   const uint32_t hd = a.head_dim, groups = hd / 32;
   const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(hd));
-  VF pend[4];
-  uint32_t np = 0, written = 0;
-  alignas(16) float sums[4];
+  LaneSumWriter<decltype(df)> scores(sc);
   for (uint32_t r = 0; r < a.num_runs; ++r) {
     const KvRun& run = a.runs[r];
     const float* q = run.sink ? a.q_sink : a.q_window;
@@ -143,19 +161,10 @@ void GroupScoresFloat(const AttentionGroupArgs& a, float* sc) {
           for (uint32_t h = 0; h < H; ++h) acc[h] = hn::MulAdd(hn::LoadU(df, q + h * hd + i), kf, acc[h]);
         }
       }
-      for (uint32_t h = 0; h < H; ++h) pend[np++] = acc[h];
-      if (np == 4) {
-        SumOfLanes4(df, pend[0], pend[1], pend[2], pend[3], sc + written);
-        written += 4;
-        np = 0;
-      }
+      for (uint32_t h = 0; h < H; ++h) scores.Push(acc[h]);
     }
   }
-  if (np) {
-    for (uint32_t i = np; i < 4; ++i) pend[i] = hn::Zero(df);
-    SumOfLanes4(df, pend[0], pend[1], pend[2], pend[3], sums);
-    for (uint32_t i = 0; i < np; ++i) sc[written + i] = sums[i];
-  }
+  scores.Flush();
 }
 
 // kHeads is a compile-time constant so the per-head accumulators stay in
