@@ -260,8 +260,9 @@ struct DecoderState::Scratch {
   std::vector<float> X, nx, u, xin, h, proj_pre, proj_post, proj_res, hpre, hpost, hres;
   std::vector<float> e, ek, ev0, q, k, v, gate, o, a, x1, scores, qw, qs, rope_w, rope_s, mean;
   std::vector<float> rotated;  // [C][in_pad_max]
-  std::vector<int16_t> act_q;  // [C][in_pad_max]
+  std::vector<int8_t> act_q;     // [C][in_pad_max]
   std::vector<float> act_scale;  // [C][groups_max]
+  std::vector<int32_t> act_sum;  // [C][groups_max]
   std::vector<ActivationQ8> acts;  // [C]
   // Prefill through AttendBlock: the chunk's sink-rotated queries [C][H*hd], its
   // K/V quantized as the cache stores them ([C][kv], scales [C][G*groups]; the
@@ -282,7 +283,7 @@ struct DecoderState::Scratch {
     }
     for (const auto* v : {&qs_chunk, &cks, &cvs}) b += v->capacity() * sizeof(float);
     b += ck.capacity() + cv.capacity() + (win_begin.capacity() + win_end.capacity()) * sizeof(uint32_t);
-    return b + act_q.capacity() * 2 + acts.capacity() * sizeof(ActivationQ8);
+    return b + act_q.capacity() + act_sum.capacity() * sizeof(int32_t) + acts.capacity() * sizeof(ActivationQ8);
   }
 };
 
@@ -360,6 +361,7 @@ DecoderState::DecoderState(const FastModel& model, const DecoderOptions& opt) : 
   s->rotated.resize(size_t(C) * s->in_pad_max);
   s->act_q.resize(size_t(C) * s->in_pad_max);
   s->act_scale.resize(size_t(C) * s->in_pad_max / kCqGroup);
+  s->act_sum.resize(size_t(C) * s->in_pad_max / kCqGroup);
   s->acts.resize(C);
   s_ = std::move(s);
 }
@@ -623,6 +625,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     ActivationQ8& a = s.acts[p];
     a.q = &s.act_q[size_t(p) * s.in_pad_max];
     a.scale = &s.act_scale[size_t(p) * (s.in_pad_max / kCqGroup)];
+    a.sum = &s.act_sum[size_t(p) * (s.in_pad_max / kCqGroup)];
     QuantizeActivation(rot, static_cast<uint32_t>(CqPaddedIn(in)), fb, a);
   };
   // Rows [0, T) of `x` on their own.

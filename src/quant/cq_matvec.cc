@@ -59,7 +59,7 @@ HWY_INLINE void DecodeGroup3(const uint8_t* codes, uint8_t* idx) {
 // Integer sums for one (row, group) against kBatch activations, 2-bit fields:
 // 32 code bytes; byte i holds columns 4i..4i+3, plane j = (byte >> 2j) & 3.
 template <int kBatch, int kFieldBits>
-HWY_INLINE void GroupDot(const uint8_t* codes, const V8 table, const int16_t* const* xq,
+HWY_INLINE void GroupDot(const uint8_t* codes, const V8 table, const int8_t* const* xq,
                          V32* sum) {
   const hn::Full128<uint8_t> d8;
   const hn::Full128<int8_t> di8;
@@ -78,8 +78,8 @@ HWY_INLINE void GroupDot(const uint8_t* codes, const V8 table, const int16_t* co
       const auto lo = hn::PromoteTo(d16, hn::LowerHalf(dh8, lvl));
       const auto hi = hn::PromoteTo(d16, hn::UpperHalf(dh8, lvl));
       for (int b = 0; b < kBatch; ++b) {
-        sum[b] = hn::ReorderWidenMulAccumulate(d32, lo, hn::LoadU(d16, xq[b] + c), sum[b], unused);
-        sum[b] = hn::ReorderWidenMulAccumulate(d32, hi, hn::LoadU(d16, xq[b] + c + 8), sum[b], unused);
+        sum[b] = hn::ReorderWidenMulAccumulate(d32, lo, hn::PromoteTo(d16, hn::LoadU(dh8, xq[b] + c)), sum[b], unused);
+        sum[b] = hn::ReorderWidenMulAccumulate(d32, hi, hn::PromoteTo(d16, hn::LoadU(dh8, xq[b] + c + 8)), sum[b], unused);
       }
     }
     return;
@@ -94,8 +94,8 @@ HWY_INLINE void GroupDot(const uint8_t* codes, const V8 table, const int16_t* co
       const auto hi = hn::PromoteTo(d16, hn::UpperHalf(dh8, lvl));
       const size_t slot = static_cast<size_t>(j * kPlaneLen + 16 * l);
       for (int b = 0; b < kBatch; ++b) {
-        sum[b] = hn::ReorderWidenMulAccumulate(d32, lo, hn::LoadU(d16, xq[b] + slot), sum[b], unused);
-        sum[b] = hn::ReorderWidenMulAccumulate(d32, hi, hn::LoadU(d16, xq[b] + slot + 8), sum[b], unused);
+        sum[b] = hn::ReorderWidenMulAccumulate(d32, lo, hn::PromoteTo(d16, hn::LoadU(dh8, xq[b] + slot)), sum[b], unused);
+        sum[b] = hn::ReorderWidenMulAccumulate(d32, hi, hn::PromoteTo(d16, hn::LoadU(dh8, xq[b] + slot + 8)), sum[b], unused);
       }
     }
   }
@@ -118,7 +118,7 @@ void MatMulTile(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8*
     for (int b = 0; b < kBatch; ++b) acc[b] = hn::Zero(df);
     for (uint32_t g = 0; g < groups; ++g) {
       V32 sum[kBatch];
-      const int16_t* xq[kBatch];
+      const int8_t* xq[kBatch];
       for (int b = 0; b < kBatch; ++b) {
         sum[b] = hn::Zero(d32);
         xq[b] = xs[b].q + g * 128;
@@ -136,9 +136,6 @@ void MatMulTile(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8*
 }
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-// Full-width variant for AVX2 / AVX-512: a vector of int16 covers 16 or 32
-// columns of one plane, so a 2-bit group needs 4 (AVX-512) or 8 (AVX2)
-// multiply-adds instead of 16. Byte tables repeat in every 128-bit block.
 #if HWY_TARGET == HWY_AVX3_DL
 // Highway's AVX3_DL flags name the VEX VNNI only; the 512-bit form needs this.
 #define NEEDLE_VNNI512 __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
@@ -159,11 +156,73 @@ NEEDLE_VNNI512 HWY_INLINE void DecodeGroup3Vbmi(const uint8_t* codes, uint8_t* i
     _mm512_store_si512(idx + 64 * half, _mm512_and_si512(fields, seven));
   }
 }
-#else
-#define NEEDLE_VNNI512
-#endif
+
+// Byte products (vpdpbusd: 64 multiply-adds per instruction, twice the int16
+// form): the levels, biased by +128 to unsigned bytes, against the signed int8
+// activations. The bias adds 128 * (sum of the group's activations), which is
+// taken off up front, spread evenly over the 16 lanes (-8 * sum each) so no
+// lane carries a large offset into the float accumulation. Integer sums equal
+// the int16 path's exactly. Each 64-byte vector of levels is one contiguous run
+// of 64 planar slots: 2-bit groups give two planes per vector (the 32 code
+// bytes in both halves, shifted by 2j and 2j + 2), 4-bit groups one plane of
+// 64, 3-bit groups 64 decoded bytes.
 template <int kBatch, int kFieldBits>
-NEEDLE_VNNI512 void MatMulTileWide(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8* xs, uint32_t r0, uint32_t r1,
+NEEDLE_VNNI512 void MatMulTileVnni(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8* xs, uint32_t r0,
+                                   uint32_t r1, float* y, uint32_t y_stride) {
+  alignas(16) uint8_t biased[16];
+  for (int i = 0; i < 16; ++i) biased[i] = lv.level_u8[i] ^ 0x80;
+  const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(biased)));
+  const __m512i mask = _mm512_set1_epi8(static_cast<char>((1 << kFieldBits) - 1));
+  // 2-bit: per 16-bit lane, shift 2j in the lower half and 2j + 2 in the upper (planes j, j + 1).
+  const __m512i shift01 = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+  const __m512i shift23 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+  constexpr uint32_t kGroupBytes = 128 * kFieldBits / 8;
+  const uint32_t groups = static_cast<uint32_t>(CqGroupsPerRow(w.in));
+  const uint64_t row_bytes = CqRowBytes(w.in, w.bits);
+  for (uint32_t r = r0; r < r1; ++r) {
+    const uint8_t* codes = w.codes + r * row_bytes;
+    const uint16_t* norms = w.norms + uint64_t(r) * groups;
+    __m512 acc[kBatch];
+    for (int b = 0; b < kBatch; ++b) acc[b] = _mm512_setzero_ps();
+    for (uint32_t g = 0; g < groups; ++g) {
+      const uint8_t* gc = codes + g * kGroupBytes;
+      __m512i lvl[2];
+      if constexpr (kFieldBits == 2) {
+        const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(gc)));
+        lvl[0] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srlv_epi16(v, shift01), mask));
+        lvl[1] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srlv_epi16(v, shift23), mask));
+      } else if constexpr (kFieldBits == 4) {
+        const __m512i v = _mm512_loadu_si512(gc);
+        lvl[0] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, mask));
+        lvl[1] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), mask));
+      } else {
+        alignas(64) uint8_t idx[128];
+        DecodeGroup3Vbmi(gc, idx);
+        lvl[0] = _mm512_shuffle_epi8(table, _mm512_load_si512(idx));
+        lvl[1] = _mm512_shuffle_epi8(table, _mm512_load_si512(idx + 64));
+      }
+      uint16_t nh;
+      std::memcpy(&nh, norms + g, 2);
+      const float norm = HalfToFloat(nh) * lv.scale;
+      for (int b = 0; b < kBatch; ++b) {
+        const int8_t* x = xs[b].q + size_t(g) * 128;
+        __m512i sum = _mm512_set1_epi32(-8 * xs[b].sum[g]);
+        sum = _mm512_dpbusd_epi32(sum, lvl[0], _mm512_loadu_si512(x));
+        sum = _mm512_dpbusd_epi32(sum, lvl[1], _mm512_loadu_si512(x + 64));
+        acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(norm * xs[b].scale[g]), acc[b]);
+      }
+    }
+    for (int b = 0; b < kBatch; ++b) y[b * y_stride + (r - r0)] = _mm512_reduce_add_ps(acc[b]);
+  }
+}
+#undef NEEDLE_VNNI512
+#define NEEDLE_TILE MatMulTileVnni
+#else
+// Full-width variant for AVX2 / AVX-512: a vector of int16 covers 16 or 32
+// columns of one plane, so a 2-bit group needs 4 (AVX-512) or 8 (AVX2)
+// multiply-adds instead of 16. Byte tables repeat in every 128-bit block.
+template <int kBatch, int kFieldBits>
+void MatMulTileWide(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8* xs, uint32_t r0, uint32_t r1,
                     float* y, uint32_t y_stride) {
   const hn::ScalableTag<int16_t> d16;
   const hn::Rebind<int8_t, decltype(d16)> d8;
@@ -186,17 +245,12 @@ NEEDLE_VNNI512 void MatMulTileWide(const CqMatrixView& w, const CqLevelsQ8& lv, 
     for (uint32_t g = 0; g < groups; ++g) {
       decltype(hn::Zero(d32)) sum[kBatch];
       auto unused = hn::Zero(d32);
-      (void)unused;  // not needed by the VNNI path
       for (int b = 0; b < kBatch; ++b) sum[b] = hn::Zero(d32);
       const uint8_t* gc = codes + g * kGroupBytes;
       // 3-bit groups (natural order) are unpacked to index bytes once, then
       // read as one plane; 2- and 4-bit bytes hold one column of each plane.
       alignas(64) uint8_t idx3[kFieldBits == 3 ? 128 : 1];
-#if HWY_TARGET == HWY_AVX3_DL
-      if constexpr (kFieldBits == 3) DecodeGroup3Vbmi(gc, idx3);
-#else
       if constexpr (kFieldBits == 3) DecodeGroup3(gc, idx3);
-#endif
       for (uint32_t c = 0; c < kLen; c += static_cast<uint32_t>(L)) {
         const auto v = hn::LoadU(du8, (kFieldBits == 3 ? idx3 : gc) + c);
         for (int j = 0; j < kSteps; ++j) {
@@ -204,12 +258,8 @@ NEEDLE_VNNI512 void MatMulTileWide(const CqMatrixView& w, const CqLevelsQ8& lv, 
           const auto lvl = hn::PromoteTo(d16, hn::BitCast(d8, hn::TableLookupBytes(table, idx)));
           const size_t slot = size_t(g) * 128 + size_t(j) * kLen + c;
           for (int b = 0; b < kBatch; ++b) {
-#if HWY_TARGET == HWY_AVX3_DL
-            // VNNI: the same pairwise int16 products and sum, one instruction.
-            sum[b].raw = _mm512_dpwssd_epi32(sum[b].raw, lvl.raw, hn::LoadU(d16, xs[b].q + slot).raw);
-#else
-            sum[b] = hn::ReorderWidenMulAccumulate(d32, lvl, hn::LoadU(d16, xs[b].q + slot), sum[b], unused);
-#endif
+            const auto x = hn::PromoteTo(d16, hn::LoadU(d8, xs[b].q + slot));
+            sum[b] = hn::ReorderWidenMulAccumulate(d32, lvl, x, sum[b], unused);
           }
         }
       }
@@ -223,8 +273,8 @@ NEEDLE_VNNI512 void MatMulTileWide(const CqMatrixView& w, const CqLevelsQ8& lv, 
     for (int b = 0; b < kBatch; ++b) y[b * y_stride + (r - r0)] = hn::GetLane(hn::SumOfLanes(df, acc[b]));
   }
 }
-#undef NEEDLE_VNNI512
 #define NEEDLE_TILE MatMulTileWide
+#endif  // HWY_TARGET == HWY_AVX3_DL
 #else
 #define NEEDLE_TILE MatMulTile
 #endif
@@ -264,19 +314,20 @@ bool MatMulSimd(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8*
 #undef NEEDLE_TILE
 
 // Per group of 128: max |x| (vector), x / scale rounded half-even (NearestInt,
-// as RoundHalfEven) to int16 in natural order, then de-interleaved into the
-// planar order of 2- and 4-bit fields. The same values as the reference.
-bool QuantizeActivationSimd(const float* rotated, uint32_t in_pad, uint32_t field_bits, int16_t* q, float* scales) {
+// as RoundHalfEven) to int8 in natural order and summed, then de-interleaved
+// into the planar order of 2- and 4-bit fields. The same values as the reference.
+bool QuantizeActivationSimd(const float* rotated, uint32_t in_pad, uint32_t field_bits, int8_t* q, float* scales,
+                            int32_t* sums) {
 #if HWY_TARGET == HWY_SCALAR
   return false;
 #else
   const hn::ScalableTag<float> df;
   const hn::Rebind<int32_t, decltype(df)> di32;
-  const hn::Rebind<int16_t, decltype(df)> dh16;
-  const hn::ScalableTag<int16_t> d16;
-  const size_t N = hn::Lanes(df), N16 = hn::Lanes(d16);
-  if (kCqGroup % N || 32 % N16) return false;
-  alignas(64) int16_t natural[kCqGroup];
+  const hn::Rebind<int8_t, decltype(df)> dq8;
+  const hn::CappedTag<int8_t, 32> d8;  // a plane of a 2-bit group is 32 slots
+  const size_t N = hn::Lanes(df), N8 = hn::Lanes(d8);
+  if (kCqGroup % N || 32 % N8) return false;
+  alignas(64) int8_t natural[kCqGroup];
   for (uint32_t g = 0; g < in_pad / kCqGroup; ++g) {
     const float* x = rotated + size_t(g) * kCqGroup;
     auto vmax = hn::Zero(df);
@@ -285,28 +336,30 @@ bool QuantizeActivationSimd(const float* rotated, uint32_t in_pad, uint32_t fiel
     const float scale = mx > 0.0f ? mx / 127.0f : 1.0f;
     scales[g] = scale;
     const auto inv = hn::Set(df, 1.0f / scale);
-    int16_t* out = q + size_t(g) * kCqGroup;
-    int16_t* nat = field_bits == 2 || field_bits == 4 ? natural : out;
+    int8_t* out = q + size_t(g) * kCqGroup;
+    int8_t* nat = field_bits == 2 || field_bits == 4 ? natural : out;
+    auto vsum = hn::Zero(di32);
     for (size_t k = 0; k < kCqGroup; k += N) {
       const auto r = hn::NearestInt(hn::Mul(hn::LoadU(df, x + k), inv));
-      hn::StoreU(hn::DemoteTo(dh16, r), dh16, nat + k);
-      (void)di32;
+      vsum = hn::Add(vsum, r);
+      hn::StoreU(hn::DemoteTo(dq8, r), dq8, nat + k);
     }
+    sums[g] = hn::GetLane(hn::SumOfLanes(di32, vsum));
     if (field_bits == 2) {  // slot j*32 + i holds column 4i + j
-      for (size_t i0 = 0; i0 < 32; i0 += N16) {
-        decltype(hn::Zero(d16)) p0, p1, p2, p3;
-        hn::LoadInterleaved4(d16, natural + 4 * i0, p0, p1, p2, p3);
-        hn::StoreU(p0, d16, out + i0);
-        hn::StoreU(p1, d16, out + 32 + i0);
-        hn::StoreU(p2, d16, out + 64 + i0);
-        hn::StoreU(p3, d16, out + 96 + i0);
+      for (size_t i0 = 0; i0 < 32; i0 += N8) {
+        decltype(hn::Zero(d8)) p0, p1, p2, p3;
+        hn::LoadInterleaved4(d8, natural + 4 * i0, p0, p1, p2, p3);
+        hn::StoreU(p0, d8, out + i0);
+        hn::StoreU(p1, d8, out + 32 + i0);
+        hn::StoreU(p2, d8, out + 64 + i0);
+        hn::StoreU(p3, d8, out + 96 + i0);
       }
     } else if (field_bits == 4) {  // slot j*64 + i holds column 2i + j
-      for (size_t i0 = 0; i0 < 64; i0 += N16) {
-        decltype(hn::Zero(d16)) p0, p1;
-        hn::LoadInterleaved2(d16, natural + 2 * i0, p0, p1);
-        hn::StoreU(p0, d16, out + i0);
-        hn::StoreU(p1, d16, out + 64 + i0);
+      for (size_t i0 = 0; i0 < 64; i0 += N8) {
+        decltype(hn::Zero(d8)) p0, p1;
+        hn::LoadInterleaved2(d8, natural + 2 * i0, p0, p1);
+        hn::StoreU(p0, d8, out + i0);
+        hn::StoreU(p1, d8, out + 64 + i0);
       }
     }
   }
@@ -374,7 +427,7 @@ void RotateForCq(const float* x, uint32_t in, float* rotated) {
 void QuantizeActivation(const float* rotated, uint32_t in_pad, uint32_t field_bits, ActivationQ8& out) {
   out.in_pad = in_pad;
   out.field_bits = field_bits;
-  if (!HWY_DYNAMIC_DISPATCH(QuantizeActivationSimd)(rotated, in_pad, field_bits, out.q, out.scale)) {
+  if (!HWY_DYNAMIC_DISPATCH(QuantizeActivationSimd)(rotated, in_pad, field_bits, out.q, out.scale, out.sum)) {
     QuantizeActivationReference(rotated, in_pad, field_bits, out);
   }
 }
@@ -389,10 +442,14 @@ void QuantizeActivationReference(const float* rotated, uint32_t in_pad, uint32_t
     const float scale = mx > 0.0f ? mx / 127.0f : 1.0f;
     const float inv = 1.0f / scale;
     out.scale[g] = scale;
+    int32_t sum = 0;
     for (uint32_t k = 0; k < kCqGroup; ++k) {
       const uint32_t col = g * kCqGroup + k;
-      out.q[PlanarSlot(col, field_bits)] = static_cast<int16_t>(RoundHalfEven(x[k] * inv));
+      const auto q = static_cast<int8_t>(RoundHalfEven(x[k] * inv));
+      out.q[PlanarSlot(col, field_bits)] = q;
+      sum += q;
     }
+    out.sum[g] = sum;
   }
 }
 

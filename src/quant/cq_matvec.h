@@ -31,8 +31,9 @@ CqLevelsQ8 QuantizeLevels(const CqLevels& levels);
 // One activation vector prepared for matrices of a given field width.
 // Buffers are owned by the caller (sized with in_pad and groups).
 struct ActivationQ8 {
-  int16_t* q = nullptr;  // [in_pad], in [-127, 127], planar order for `field_bits`
+  int8_t* q = nullptr;     // [in_pad], in [-127, 127], planar order for `field_bits`
   float* scale = nullptr;  // [in_pad / 128]
+  int32_t* sum = nullptr;  // [in_pad / 128]: the sum of each group's q (for byte products, see cq_matvec.cc)
   uint32_t in_pad = 0;
   uint32_t field_bits = 0;
 };

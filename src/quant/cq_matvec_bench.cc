@@ -15,8 +15,9 @@ struct Fixture {
   std::vector<uint8_t> blob;
   CqMatrixView view;
   CqLevelsQ8 lv;
-  std::vector<std::vector<int16_t>> q;
+  std::vector<std::vector<int8_t>> q;
   std::vector<std::vector<float>> scale;
+  std::vector<std::vector<int32_t>> sum;
   std::vector<ActivationQ8> acts;
   std::vector<float> y;
 
@@ -32,12 +33,14 @@ struct Fixture {
     std::vector<float> x(in), rot(CqPaddedIn(in));
     q.resize(batch);
     scale.resize(batch);
+    sum.resize(batch);
     for (uint32_t b = 0; b < batch; ++b) {
       for (float& v : x) v = static_cast<float>(rng.Normal());
       RotateForCq(x.data(), in, rot.data());
       q[b].resize(rot.size());
       scale[b].resize(rot.size() / kCqGroup);
-      ActivationQ8 a{q[b].data(), scale[b].data(), 0, 0};
+      sum[b].resize(rot.size() / kCqGroup);
+      ActivationQ8 a{q[b].data(), scale[b].data(), sum[b].data(), 0, 0};
       QuantizeActivation(rot.data(), static_cast<uint32_t>(rot.size()), CqFieldBits(bits), a);
       acts.push_back(a);
     }

@@ -39,8 +39,9 @@ Prepared Make(const Case& c, uint64_t seed) {
 
 struct Act {
   std::vector<float> x, rot;
-  std::vector<int16_t> q;
+  std::vector<int8_t> q;
   std::vector<float> scale;
+  std::vector<int32_t> sum;
   ActivationQ8 a;
 };
 
@@ -53,8 +54,10 @@ Act MakeAct(uint32_t in, uint32_t fb, uint64_t seed) {
   r.rot.resize(in_pad);
   r.q.resize(in_pad);
   r.scale.resize(in_pad / kCqGroup);
+  r.sum.resize(in_pad / kCqGroup);
   r.a.q = r.q.data();
   r.a.scale = r.scale.data();
+  r.a.sum = r.sum.data();
   RotateForCq(r.x.data(), in, r.rot.data());
   QuantizeActivation(r.rot.data(), in_pad, fb, r.a);
   return r;
@@ -73,13 +76,20 @@ TEST(QuantizeActivation, SimdEqualsReferenceExactly) {
       RotateForCq(x.data(), in, rot.data());
       std::fill(rot.begin() + 256, rot.end(), 0.0f);  // the last group all zero
       rot[3] = 127.5f * rot[7] / 127.0f;             // near a rounding tie
-      std::vector<int16_t> q1(in_pad, -999), q2(in_pad, -999);
+      std::vector<int8_t> q1(in_pad, -99), q2(in_pad, -99);
       std::vector<float> s1(in_pad / kCqGroup), s2(in_pad / kCqGroup);
-      ActivationQ8 a1{q1.data(), s1.data()}, a2{q2.data(), s2.data()};
+      std::vector<int32_t> sum1(in_pad / kCqGroup, -1), sum2(in_pad / kCqGroup, -1);
+      ActivationQ8 a1{q1.data(), s1.data(), sum1.data()}, a2{q2.data(), s2.data(), sum2.data()};
       QuantizeActivationReference(rot.data(), in_pad, fb, a1);
       QuantizeActivation(rot.data(), in_pad, fb, a2);
       ASSERT_EQ(q1, q2) << hwy::TargetName(target) << " field bits " << fb;
       ASSERT_EQ(s1, s2) << hwy::TargetName(target) << " field bits " << fb;
+      ASSERT_EQ(sum1, sum2) << hwy::TargetName(target) << " field bits " << fb;
+      for (uint32_t g = 0; g < in_pad / kCqGroup; ++g) {  // the sums are of the group's codes
+        int32_t total = 0;
+        for (uint32_t k = 0; k < kCqGroup; ++k) total += q1[g * kCqGroup + k];
+        EXPECT_EQ(sum1[g], total) << "group " << g;
+      }
       EXPECT_EQ(a2.field_bits, fb);
       EXPECT_EQ(a2.in_pad, in_pad);
     }
