@@ -179,40 +179,54 @@ NEEDLE_VNNI512 void MatMulTileVnni(const CqMatrixView& w, const CqLevelsQ8& lv, 
   constexpr uint32_t kGroupBytes = 128 * kFieldBits / 8;
   const uint32_t groups = static_cast<uint32_t>(CqGroupsPerRow(w.in));
   const uint64_t row_bytes = CqRowBytes(w.in, w.bits);
-  for (uint32_t r = r0; r < r1; ++r) {
-    const uint8_t* codes = w.codes + r * row_bytes;
-    const uint16_t* norms = w.norms + uint64_t(r) * groups;
-    __m512 acc[kBatch];
-    for (int b = 0; b < kBatch; ++b) acc[b] = _mm512_setzero_ps();
-    for (uint32_t g = 0; g < groups; ++g) {
-      const uint8_t* gc = codes + g * kGroupBytes;
-      __m512i lvl[2];
-      if constexpr (kFieldBits == 2) {
-        const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(gc)));
-        lvl[0] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srlv_epi16(v, shift01), mask));
-        lvl[1] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srlv_epi16(v, shift23), mask));
-      } else if constexpr (kFieldBits == 4) {
-        const __m512i v = _mm512_loadu_si512(gc);
-        lvl[0] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, mask));
-        lvl[1] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), mask));
-      } else {
-        alignas(64) uint8_t idx[128];
-        DecodeGroup3Vbmi(gc, idx);
-        lvl[0] = _mm512_shuffle_epi8(table, _mm512_load_si512(idx));
-        lvl[1] = _mm512_shuffle_epi8(table, _mm512_load_si512(idx + 64));
+  // The activations' per-group constants, staged for a span of groups so the
+  // inner loop reads them as broadcast operands; rows are summed over the spans.
+  constexpr uint32_t kSpan = 32;
+  alignas(64) int32_t bias[kSpan][kBatch];  // -8 * the group's sum, in every lane
+  alignas(64) float xscale[kSpan][kBatch];
+  for (uint32_t g0 = 0; g0 < groups; g0 += kSpan) {
+    const uint32_t g1 = std::min(groups, g0 + kSpan);
+    for (uint32_t g = g0; g < g1; ++g) {
+      for (int b = 0; b < kBatch; ++b) bias[g - g0][b] = -8 * xs[b].sum[g], xscale[g - g0][b] = xs[b].scale[g];
+    }
+    for (uint32_t r = r0; r < r1; ++r) {
+      const uint8_t* codes = w.codes + r * row_bytes;
+      const uint16_t* norms = w.norms + uint64_t(r) * groups;
+      __m512 acc[kBatch];
+      for (int b = 0; b < kBatch; ++b) acc[b] = _mm512_setzero_ps();
+      for (uint32_t g = g0; g < g1; ++g) {
+        const uint8_t* gc = codes + g * kGroupBytes;
+        __m512i lvl[2];
+        if constexpr (kFieldBits == 2) {
+          const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(gc)));
+          lvl[0] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srlv_epi16(v, shift01), mask));
+          lvl[1] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srlv_epi16(v, shift23), mask));
+        } else if constexpr (kFieldBits == 4) {
+          const __m512i v = _mm512_loadu_si512(gc);
+          lvl[0] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, mask));
+          lvl[1] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), mask));
+        } else {
+          alignas(64) uint8_t idx[128];
+          DecodeGroup3Vbmi(gc, idx);
+          lvl[0] = _mm512_shuffle_epi8(table, _mm512_load_si512(idx));
+          lvl[1] = _mm512_shuffle_epi8(table, _mm512_load_si512(idx + 64));
+        }
+        uint16_t nh;
+        std::memcpy(&nh, norms + g, 2);
+        const __m512 norm = _mm512_set1_ps(_cvtsh_ss(nh) * lv.scale);  // F16C: exact, as HalfToFloat
+        for (int b = 0; b < kBatch; ++b) {
+          const int8_t* x = xs[b].q + size_t(g) * 128;
+          __m512i sum = _mm512_set1_epi32(bias[g - g0][b]);
+          sum = _mm512_dpbusd_epi32(sum, lvl[0], _mm512_loadu_si512(x));
+          sum = _mm512_dpbusd_epi32(sum, lvl[1], _mm512_loadu_si512(x + 64));
+          acc[b] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(xscale[g - g0][b])), norm, acc[b]);
+        }
       }
-      uint16_t nh;
-      std::memcpy(&nh, norms + g, 2);
-      const float norm = HalfToFloat(nh) * lv.scale;
       for (int b = 0; b < kBatch; ++b) {
-        const int8_t* x = xs[b].q + size_t(g) * 128;
-        __m512i sum = _mm512_set1_epi32(-8 * xs[b].sum[g]);
-        sum = _mm512_dpbusd_epi32(sum, lvl[0], _mm512_loadu_si512(x));
-        sum = _mm512_dpbusd_epi32(sum, lvl[1], _mm512_loadu_si512(x + 64));
-        acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(norm * xs[b].scale[g]), acc[b]);
+        float& out = y[b * y_stride + (r - r0)];
+        out = (g0 == 0 ? 0.0f : out) + _mm512_reduce_add_ps(acc[b]);
       }
     }
-    for (int b = 0; b < kBatch; ++b) y[b * y_stride + (r - r0)] = _mm512_reduce_add_ps(acc[b]);
   }
 }
 #undef NEEDLE_VNNI512

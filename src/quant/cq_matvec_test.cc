@@ -97,7 +97,8 @@ TEST(QuantizeActivation, SimdEqualsReferenceExactly) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
-const Case kCases[] = {{64, 128, 2}, {33, 96, 2}, {17, 300, 3}, {40, 256, 4}, {31, 129, 4}, {24, 200, 5}, {8, 512, 5}};
+// {9, 4500, *}: more than 32 groups per row (the VNNI tile stages the activations' constants 32 groups at a time).
+const Case kCases[] = {{64, 128, 2}, {33, 96, 2}, {17, 300, 3}, {40, 256, 4}, {31, 129, 4}, {24, 200, 5}, {8, 512, 5}, {9, 4500, 2}, {9, 4500, 3}, {9, 4500, 4}};
 
 TEST(CqMatVecA8, ReferenceApproximatesTheFloatProduct) {
   for (const Case& c : kCases) {
