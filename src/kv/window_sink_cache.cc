@@ -26,13 +26,18 @@ float MaxAbs(const float* x, uint32_t n) {
   std::memcpy(&mx, &m, 4);
   return mx;
 }
+
+// The int8 scale of one group of n values (1 for an all-zero group).
+float KvGroupScale(const float* x, uint32_t n) {
+  const float mx = MaxAbs(x, n);
+  return mx > 0.0f ? mx / 127.0f : 1.0f;
+}
 }  // namespace
 
 void QuantizeKvRow(const float* x, uint32_t n, int8_t* q, float* scales) {
   for (uint32_t g = 0; g * kKvGroup < n; ++g) {
     const uint32_t b = g * kKvGroup, e = std::min(n, b + kKvGroup);
-    const float mx = MaxAbs(x + b, e - b);
-    const float scale = mx > 0.0f ? mx / 127.0f : 1.0f;
+    const float scale = KvGroupScale(x + b, e - b);
     const float inv = 1.0f / scale;
     scales[g] = scale;
     for (uint32_t i = b; i < e; ++i) q[i] = static_cast<int8_t>(static_cast<int32_t>(RoundHalfEven(x[i] * inv)));
@@ -42,8 +47,7 @@ void QuantizeKvRow(const float* x, uint32_t n, int8_t* q, float* scales) {
 void SnapToKvGrid(float* x, uint32_t n) {
   for (uint32_t b = 0; b < n; b += kKvGroup) {
     const uint32_t e = std::min(n, b + kKvGroup);
-    const float mx = MaxAbs(x + b, e - b);
-    const float scale = mx > 0.0f ? mx / 127.0f : 1.0f;
+    const float scale = KvGroupScale(x + b, e - b);
     const float inv = 1.0f / scale;
     for (uint32_t i = b; i < e; ++i) x[i] = RoundHalfEven(x[i] * inv) * scale;
   }

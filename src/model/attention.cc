@@ -12,6 +12,7 @@
 #define HWY_TARGET_INCLUDE "model/attention.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "quant/vnni512.h"  // NEEDLE_VNNI512
 #include "hwy/contrib/math/math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -66,8 +67,6 @@ struct LaneSumWriter {
 };
 
 #if HWY_TARGET == HWY_AVX3_DL
-// Highway's AVX3_DL flags name the VEX VNNI only; the 512-bit form needs this.
-#define NEEDLE_VNNI512 __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
 
 // Integer scores. The queries arrive on the int8 grid (SnapToKvGrid), so
 // QuantizeKvRow gives back their exact int8 values and each 32-value group's
@@ -87,10 +86,12 @@ NEEDLE_VNNI512 void GroupScoresVnni(const AttentionGroupArgs& a, float* sc) {
   const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(hd));
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  // [set: window, sink][head][chunk]
+  // [set: window, sink][head][chunk]; the sink set only when a run is scored as sinks.
   __m512i qv[2][H][2], neg[2][H][2];
   __m512 qsv[2][H][2];
-  for (int set = 0; set < 2; ++set) {
+  bool any_sink = false;
+  for (uint32_t r = 0; r < a.num_runs; ++r) any_sink = any_sink || a.runs[r].sink;
+  for (int set = 0; set < (any_sink ? 2 : 1); ++set) {
     const float* q = set ? a.q_sink : a.q_window;
     for (uint32_t h = 0; h < H; ++h) {
       alignas(64) int8_t q8[128];
@@ -363,7 +364,6 @@ NEEDLE_VNNI512 void BlockScoresVnni(const KvRun& run, uint32_t s0, uint32_t nk, 
     for (uint32_t u = 0; u < 8 && j0 + u < nk; ++u) _mm512_store_ps(sc + (j0 + u) * kRows, s[u]);
   }
 }
-#undef NEEDLE_VNNI512
 #endif  // HWY_TARGET == HWY_AVX3_DL
 
 bool AttendBlockSimd(const AttentionBlockArgs& a) {
@@ -389,8 +389,15 @@ bool AttendBlockSimd(const AttentionBlockArgs& a) {
   alignas(64) float sc[kKeyBlock * kRows];  // scores, then probabilities [key][row]
   alignas(64) float m[kRows], l[kRows];
   alignas(64) int32_t wb[kRows], we[kRows];
-  std::fill(qw_t, qw_t + hd * kRows, 0.0f);
-  std::fill(qs_t, qs_t + hd * kRows, 0.0f);
+#if HWY_TARGET == HWY_AVX3_DL
+  constexpr bool kIntScores = true;  // BlockScoresVnni reads the int8 queries below, not qw_t / qs_t
+#else
+  constexpr bool kIntScores = false;
+#endif
+  if (!kIntScores) {
+    std::fill(qw_t, qw_t + hd * kRows, 0.0f);
+    std::fill(qs_t, qs_t + hd * kRows, 0.0f);
+  }
   std::fill(o_t, o_t + hd * kRows, 0.0f);
   for (uint32_t r = 0; r < kRows; ++r) {
     m[r] = -INFINITY;
@@ -401,7 +408,7 @@ bool AttendBlockSimd(const AttentionBlockArgs& a) {
     const uint32_t t = r / a.heads, h = r % a.heads;
     const float* qw = a.q_window + size_t(t) * a.q_stride + size_t(h) * hd;
     const float* qs = a.q_sink + size_t(t) * a.q_stride + size_t(h) * hd;
-    for (uint32_t i = 0; i < hd; ++i) {
+    for (uint32_t i = 0; i < hd && !kIntScores; ++i) {
       qw_t[i * kRows + r] = qw[i];
       qs_t[i * kRows + r] = qs[i];
     }
@@ -413,9 +420,6 @@ bool AttendBlockSimd(const AttentionBlockArgs& a) {
   BlockQueriesQ8 qw8, qs8;
   QuantizeBlockQueries(a.q_window, a.q_stride, a.heads, rows, hd, &qw8);
   if (a.num_sink_runs) QuantizeBlockQueries(a.q_sink, a.q_stride, a.heads, rows, hd, &qs8);
-  constexpr bool kIntScores = true;
-#else
-  constexpr bool kIntScores = false;
 #endif
 
   // One block of nk keys (slots s0.. of a run); window keys are numbered from w0.

@@ -19,6 +19,7 @@
 #define HWY_TARGET_INCLUDE "quant/cq_matvec.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "quant/vnni512.h"  // NEEDLE_VNNI512
 
 HWY_BEFORE_NAMESPACE();
 namespace needle {
@@ -137,8 +138,6 @@ void MatMulTile(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8*
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 #if HWY_TARGET == HWY_AVX3_DL
-// Highway's AVX3_DL flags name the VEX VNNI only; the 512-bit form needs this.
-#define NEEDLE_VNNI512 __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
 // DecodeGroup3 in three instructions per 64 codes (AVX512-VBMI): codes
 // 8m..8m+7 are bytes 3m..3m+2 of the group; a byte permute puts those three
 // bytes at the bottom of 64-bit lane m, and a multishift takes the 8 bits from
@@ -229,7 +228,6 @@ NEEDLE_VNNI512 void MatMulTileVnni(const CqMatrixView& w, const CqLevelsQ8& lv, 
     }
   }
 }
-#undef NEEDLE_VNNI512
 #define NEEDLE_TILE MatMulTileVnni
 #else
 // Full-width variant for AVX2 / AVX-512: a vector of int16 covers 16 or 32
