@@ -116,6 +116,17 @@ void Session::Feed(std::span<const int32_t> ids, bool want_logits) {
   model_->fast().Forward(*state_, ids, want_logits ? logits_.data() : nullptr, false, pool_.get());
 }
 
+bool EndsInLoop(std::span<const int32_t> ids) {
+  if (ids.size() < kLoopTokens) return false;
+  const std::span<const int32_t> tail = ids.last(kLoopTokens);
+  for (uint32_t p = 1; p <= kLoopMaxPeriod; ++p) {
+    bool cycle = true;
+    for (uint32_t i = p; i < kLoopTokens && cycle; ++i) cycle = tail[i] == tail[i - p];
+    if (cycle) return true;
+  }
+  return false;
+}
+
 int32_t Session::Argmax(const uint32_t* allowed) const {
   int32_t best = -1;
   float best_v = -INFINITY;
@@ -302,6 +313,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     turn_ids_.push_back(next);
     Feed(std::span<const int32_t>(&next, 1), true);
     ++decode_n;
+    if (EndsInLoop(think)) break;
   }
   // </think>, the newline and <tool_call> exactly as the training target spells them.
   std::vector<int32_t> bridge{int32_t(kThinkEndId)};

@@ -4,7 +4,8 @@
 //
 // Per turn:
 //   context  = the turn text (first query | tool result | follow-up query), then <think>
-//   think    = greedy free text, at most max_think_tokens, closed by </think>
+//   think    = greedy free text, at most max_think_tokens, closed by </think>;
+//              a loop (the last 16 tokens one cycle of 1-4 tokens) ends it early
 //   "\n<tool_call>" forced, then the call: greedy under the grammar mask
 //              (tool names limited to the retrieved tools), at most
 //              max_new_tokens, completed by the grammar if the budget runs out
@@ -46,6 +47,13 @@ struct SessionOptions {
   std::string tool_index_path;      // optional persistent embeddings (retrieval)
   uint32_t window = 0;              // 0: the archive's effective window
 };
+
+// Whether ids ends in a degenerate loop: its last kLoopTokens tokens repeat one
+// cycle of at most kLoopMaxPeriod tokens ("[][][]...", "_TO_TO_TO..."). Greedy
+// reasoning that falls into one never leaves it, so the session stops there
+// instead of spending the rest of max_think_tokens on it.
+inline constexpr uint32_t kLoopTokens = 16, kLoopMaxPeriod = 4;
+bool EndsInLoop(std::span<const int32_t> ids);
 
 class Session {
  public:

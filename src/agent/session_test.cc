@@ -35,6 +35,28 @@ SessionOptions Small() {
   return o;
 }
 
+TEST(Session, ReasoningLoopsAreDetected) {
+  auto ids = [](std::initializer_list<int32_t> head, std::vector<int32_t> cycle, uint32_t n) {
+    std::vector<int32_t> v(head);
+    for (uint32_t i = 0; i < n; ++i) v.push_back(cycle[i % cycle.size()]);
+    return v;
+  };
+  for (uint32_t period = 1; period <= kLoopMaxPeriod; ++period) {
+    std::vector<int32_t> cycle;
+    for (uint32_t i = 0; i < period; ++i) cycle.push_back(int32_t(100 + i));
+    EXPECT_TRUE(EndsInLoop(ids({5, 6, 7}, cycle, kLoopTokens))) << "period " << period;
+    EXPECT_FALSE(EndsInLoop(ids({5, 6, 7}, cycle, kLoopTokens - 1))) << "period " << period;  // not yet 16 tokens of it
+  }
+  EXPECT_FALSE(EndsInLoop(ids({}, {1, 2, 3, 4, 5}, 40)));  // a period of 5 is left alone
+  std::vector<int32_t> prose(40);
+  for (size_t i = 0; i < prose.size(); ++i) prose[i] = int32_t(i % 7 + i / 7);
+  EXPECT_FALSE(EndsInLoop(prose));
+  auto broken = ids({}, {9, 8}, kLoopTokens);
+  broken[3] = 1;  // one token breaks the cycle
+  EXPECT_FALSE(EndsInLoop(broken));
+  EXPECT_FALSE(EndsInLoop(std::vector<int32_t>{}));
+}
+
 TEST(Session, CallsAlwaysValidateAgainstTheDeclaredTools) {
   auto model = testing::AgentModel(3);
   const char* queries[] = {"turn on the kitchen lights", "wake me at 7", "text mum hi", "weather in Oslo?", "play jazz", ""};
