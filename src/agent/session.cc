@@ -316,8 +316,10 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     if (EndsInLoop(think)) break;
   }
   // </think>, the newline and <tool_call> exactly as the training target spells them.
-  std::vector<int32_t> bridge{int32_t(kThinkEndId)};
+  // (EncodeContinuation clears its output: the newline is encoded on its own.)
+  std::vector<int32_t> bridge;
   tok.EncodeContinuation("\n", bridge);
+  bridge.insert(bridge.begin(), int32_t(kThinkEndId));
   bridge.push_back(int32_t(kToolCallId));
   turn_ids_.insert(turn_ids_.end(), bridge.begin(), bridge.end());
   Feed(bridge, true);
@@ -357,7 +359,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     std::string rest;
     if (!matcher_->CompletionBytes(&rest)) throw Error(ErrorCode::kInternal, "grammar: no completion");
     std::vector<int32_t> tail;
-    tok.EncodeContinuation(rest, tail);
+    grammar::EncodeCompletion(tok, rest, tail);
     for (int32_t id : tail) {
       if (!matcher_->AcceptToken(id)) throw Error(ErrorCode::kInternal, "grammar: completion token rejected");
       call.push_back(id);

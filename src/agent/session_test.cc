@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 
 #include "agent/testing/agent_archives.h"
 #include "grammar/validate.h"
+#include "io/tokenizer_blob.h"  // kThinkEndId, kToolCallId
 
 namespace needle {
 namespace {
@@ -55,6 +57,25 @@ TEST(Session, ReasoningLoopsAreDetected) {
   broken[3] = 1;  // one token breaks the cycle
   EXPECT_FALSE(EndsInLoop(broken));
   EXPECT_FALSE(EndsInLoop(std::vector<int32_t>{}));
+}
+
+// The call is preceded by "</think>\n<tool_call>", as the training targets
+// spell it (a bug once fed only "\n<tool_call>": the tokenizer clears its output).
+TEST(Session, ReasoningIsClosedAsInTraining) {
+  auto m = testing::AgentModel(2);
+  Session s(m, Small());
+  s.SetToolsJson(testing::kFiveTools);
+  for (const char* q : {"turn on the kitchen lights", "what is the capital of Peru?"}) {
+    s.Query(q);
+    const std::vector<int32_t>& ids = s.turn_ids();
+    const auto call = std::find(ids.begin(), ids.end(), int32_t(kToolCallId));
+    ASSERT_NE(call, ids.end());
+    std::vector<int32_t> newline;
+    m->tokenizer().EncodeContinuation("\n", newline);
+    ASSERT_GE(call - ids.begin(), std::ptrdiff_t(newline.size() + 1));
+    EXPECT_EQ(*(call - std::ptrdiff_t(newline.size()) - 1), int32_t(kThinkEndId)) << q;
+    EXPECT_TRUE(std::equal(newline.begin(), newline.end(), call - std::ptrdiff_t(newline.size()))) << q;
+  }
 }
 
 TEST(Session, CallsAlwaysValidateAgainstTheDeclaredTools) {

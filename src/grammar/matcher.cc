@@ -664,6 +664,19 @@ bool CompleteString(const Node& n, const Frame& f0, std::string* out) {
 
 }  // namespace
 
+void EncodeCompletion(const Tokenizer& tok, std::string_view bytes, std::vector<int32_t>& ids) {
+  size_t lead = 0;
+  while (lead < bytes.size() && (uint8_t(bytes[lead]) & 0xC0) == 0x80) {
+    const int32_t id = tok.ByteToId(uint8_t(bytes[lead]));
+    if (id < 0) throw Error(ErrorCode::kInternal, "grammar: the tokenizer has no byte piece to finish a character");
+    ids.push_back(id);
+    ++lead;
+  }
+  std::vector<int32_t> text;
+  tok.EncodeContinuation(bytes.substr(lead), text);  // (it clears its output)
+  ids.insert(ids.end(), text.begin(), text.end());
+}
+
 bool GrammarMatcher::CompletionBytes(std::string* out) const {
   out->clear();
   static const std::string kOrder = [] {

@@ -134,4 +134,12 @@ class GrammarMatcher {
   std::unordered_map<uint64_t, std::vector<uint32_t>> inside_cache_;
 };
 
+// The token ids a session feeds for bytes from CompletionBytes(), appended to
+// ids. A call cut inside a multi-byte character leaves the completion starting
+// with that character's continuation bytes; alone they are not UTF-8 (the
+// tokenizer would turn each into U+FFFD, which the grammar rejects), so they
+// become byte pieces, and the rest is encoded as text. Throws Error(kInternal)
+// when the tokenizer has no byte piece for such a byte.
+void EncodeCompletion(const Tokenizer& tok, std::string_view bytes, std::vector<int32_t>& ids);
+
 }  // namespace needle::grammar

@@ -12,6 +12,8 @@
 #include "base/error.h"
 #include "grammar/grammar_testing.h"
 #include "grammar/validate.h"
+#include "io/tokenizer_blob.h"
+#include "text/tokenizer.h"
 
 namespace needle::grammar {
 namespace {
@@ -99,6 +101,39 @@ TEST(Calls, OneToolIsExtraction) {
   ASSERT_TRUE(m.AcceptBytes("[{"));
   ASSERT_TRUE(m.CompletionBytes(&done));
   EXPECT_EQ(done, R"("name":"extract","arguments":{"city":""}}])");
+}
+
+// A call cut by the token budget inside a multi-byte character (after 0xC3,
+// the first byte of "í") is finished through byte pieces: encoded as text, the
+// completion's lone continuation byte would become U+FFFD (EF BF BD), which the
+// grammar rejects after 0xC3.
+TEST(Calls, CompletionFinishesACharacterCutInTwo) {
+  const Tokenizer tok(ReadSentencePieceModelFile(NEEDLE_GOLDEN_DIR "/tokenizer.model"));
+  auto g = ToolGrammar::Compile(std::string_view(
+      R"([{"name":"extract","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}])"));
+  GrammarMatcher m(g, std::make_shared<const TokenTrie>(tok));
+  ASSERT_TRUE(m.AcceptBytes("[{\"name\":\"extract\",\"arguments\":{\"city\":\"Bras\xC3"));
+  std::string rest;
+  ASSERT_TRUE(m.CompletionBytes(&rest));
+  ASSERT_FALSE(rest.empty());
+  EXPECT_EQ(uint8_t(rest[0]) & 0xC0, 0x80) << "the completion starts inside the character";
+  std::vector<int32_t> as_text;
+  tok.EncodeContinuation(rest, as_text);
+  EXPECT_EQ(tok.TokenBytes(as_text[0]), "\xEF") << "plain encoding turns the lone byte into U+FFFD";
+  std::vector<int32_t> ids;
+  EncodeCompletion(tok, rest, ids);
+  std::string fed;
+  for (int32_t id : ids) {
+    ASSERT_TRUE(m.AcceptToken(id)) << "token " << id << " after " << fed;
+    fed += tok.TokenBytes(id);
+  }
+  EXPECT_EQ(fed, rest);
+  EXPECT_TRUE(m.IsComplete());
+  std::vector<int32_t> ascii;  // nothing special without a cut character
+  EncodeCompletion(tok, "\"}}]", ascii);
+  std::vector<int32_t> expect;
+  tok.EncodeContinuation("\"}}]", expect);
+  EXPECT_EQ(ascii, expect);
 }
 
 // ---- objects ----------------------------------------------------------------------
