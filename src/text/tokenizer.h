@@ -80,6 +80,7 @@ class Tokenizer {
   // Encodes `text` as the continuation of a longer text: no dummy prefix.
   // Prompts are built from marker-delimited segments encoded this way; since
   // markers never merge, segment by segment equals the whole at once.
+  // Like Encode, it clears `ids` first: encode into a fresh vector to append.
   void EncodeContinuation(std::string_view text, std::vector<int32_t>& ids) const;
   // Ids -> text (see above). Throws Error(kInvalidArgument) for an id outside [0, vocab_size).
   std::string Decode(std::span<const int32_t> ids) const;
