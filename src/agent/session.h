@@ -6,7 +6,7 @@
 //   context  = the turn text (first query | tool result | follow-up query), then <think>
 //   think    = greedy free text, at most max_think_tokens, closed by </think>;
 //              a loop (the last 16 tokens one cycle of 1-4 tokens) ends it early
-//   "\n<tool_call>" forced, then the call: greedy under the grammar mask
+//   "</think>\n<tool_call>" forced, then the call: greedy under the grammar mask
 //              (tool names limited to the retrieved tools), at most
 //              max_new_tokens, completed by the grammar if the budget runs out
 //   closing  = </tool_call><|im_end|> EOS fed, exactly as in training
