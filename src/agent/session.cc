@@ -26,15 +26,40 @@ nlohmann::ordered_json ToolsArray(const nlohmann::ordered_json& tools) {
   return tools;
 }
 
+// The quoted spans of the reasoning ("name: 'span' -> key"): a span opens
+// at a quote after a space and closes at the next quote; `state` follows the
+// span's content in the copy source.
+struct ReasoningSpan {
+  bool open = false, nonempty = false;
+  uint32_t state = grammar::CopySource::kDead;
+  char prev = ' ';
+  void Feed(const grammar::CopySource& source, std::string_view bytes) {
+    for (char c : bytes) {
+      if (!open) {
+        if (c == '\'' && prev == ' ') open = true, nonempty = false, state = grammar::CopySource::kRoot;
+      } else if (c == '\'') {
+        open = false;
+      } else {
+        state = source.Step(state, uint8_t(c));
+        nonempty = true;
+      }
+      prev = c;
+    }
+  }
+};
+
 }  // namespace
 
 Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : model_(std::move(model)), opt_(options) {
   if (!model_) throw Error(ErrorCode::kNoModel, "session: no model");
+  if (!(opt_.copy_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: copy_bias must be >= 0 (0 turns copying off)");
   if (opt_.threads > 1) pool_ = std::make_unique<ThreadPool>(opt_.threads);
   const Tokenizer& tok = model_->tokenizer();
   const int32_t V = static_cast<int32_t>(model_->config().vocab_size);
   logits_.assign(size_t(V), 0.0f);
   mask_.assign(model_->trie()->mask_words(), 0);
+  copy_mask_.assign(model_->trie()->mask_words(), 0);
+  copy_walk_.assign(size_t(model_->trie()->max_depth()) + 1, 0);
   // Free reasoning may use any text token, and </think> to stop: no control
   // pieces, no other chat marker (they would break the turn structure).
   text_mask_.assign(model_->trie()->mask_words(), 0);
@@ -142,6 +167,43 @@ int32_t Session::Argmax(const uint32_t* allowed) const {
   return best;
 }
 
+int32_t Session::ArgmaxWithBonus(const uint32_t* allowed, const uint32_t* bonus, float bias) const {
+  int32_t best = -1;
+  float best_v = -INFINITY;
+  for (size_t w = 0; w < mask_.size(); ++w) {
+    for (uint32_t bits = allowed[w]; bits; bits &= bits - 1) {
+      const uint32_t bit = bits & (0u - bits);
+      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
+      if (size_t(id) >= logits_.size()) continue;
+      const float v = logits_[size_t(id)] + ((bonus[w] & bit) ? bias : 0.0f);
+      if (v > best_v) best_v = v, best = id;
+    }
+  }
+  return best;
+}
+
+int32_t Session::PickWithCopyBonus(const uint32_t* allowed, bool copying) const {
+  if (!copying) return Argmax(allowed);
+  if (std::isinf(opt_.copy_bias)) return Argmax(copy_mask_.data());
+  return ArgmaxWithBonus(allowed, copy_mask_.data(), opt_.copy_bias);
+}
+
+void Session::RememberTurnText(std::string_view text) {
+  copy_texts_.emplace_back(text);
+  size_t total = 0;
+  for (const std::string& t : copy_texts_) total += t.size();
+  size_t drop = 0;
+  while (drop + 1 < copy_texts_.size() && total > kCopyTextBytes) total -= copy_texts_[drop++].size();
+  copy_texts_.erase(copy_texts_.begin(), copy_texts_.begin() + std::ptrdiff_t(drop));
+  std::vector<std::string_view> segments;
+  std::string facts;
+  if (!facts_.is_null()) facts = RenderSystemFacts(facts_);
+  if (!facts.empty()) segments.push_back(facts);
+  for (const std::string& pin : pins_) segments.push_back(pin);
+  for (const std::string& t : copy_texts_) segments.push_back(t);
+  copy_source_.Build(segments);
+}
+
 std::vector<uint32_t> Session::SelectTools(std::string_view query) {
   const uint32_t n = static_cast<uint32_t>(tools_.size());
   std::vector<uint32_t> all(n);
@@ -227,6 +289,7 @@ void Session::PrepareSinks(std::string_view query, double* prefill_seconds, uint
   }
   sinks_dirty_ = false;
   turns_ = 0;
+  copy_texts_.clear();
   *prefill_seconds += Since(t0);
   *prefill_tokens += p.ids.size();
 }
@@ -263,7 +326,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   uint64_t prefill_n = 0, decode_n = 0;
 
   // ---- the turn's context
-  std::string turn_text;
+  std::string turn_text, rendered;
   if (kind == TurnKind::kQuery) {
     PrepareSinks(text, &prefill_s, &prefill_n);
     turn_text = turns_ == 0 ? FirstQueryText(text) : UserTurnText(text);
@@ -272,13 +335,13 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
       throw Error(ErrorCode::kInvalidState, "a tool result needs a previous call in this session (send a query first)");
     }
     // Results are rendered compactly as in training; text that is not JSON becomes a JSON string.
-    std::string rendered;
     try {
       rendered = nlohmann::ordered_json::parse(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     } catch (const nlohmann::json::exception&) {
       rendered = nlohmann::ordered_json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     turn_text = ToolResultTurnText(rendered);
+    text = rendered;  // (for the copy source: what the model sees)
   }
   std::vector<int32_t> ids;
   tok.EncodeContinuation(turn_text, ids);
@@ -287,6 +350,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
                                         std::to_string(opt_.max_input_tokens) + ")");
   }
   ids.push_back(int32_t(kThinkId));
+  RememberTurnText(text);
 
   const bool scored = model_->confidence() != nullptr;
   ProbePool* pools[1] = {&confidence_pool_};
@@ -306,10 +370,17 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   t = Clock::now();
   std::vector<int32_t> think;
   int32_t next = -1;
+  ReasoningSpan span;
   for (uint32_t i = 0; i < opt_.max_think_tokens; ++i) {
-    next = Argmax(text_mask_.data());
+    bool copying = false;
+    if (opt_.copy_bias > 0.0f && span.open &&
+        grammar::MarkCopyTokens(*model_->trie(), copy_source_, span.state, span.nonempty, '\'', copy_mask_, copy_walk_)) {
+      for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= text_mask_[w]) != 0;
+    }
+    next = PickWithCopyBonus(text_mask_.data(), copying);
     if (next < 0 || next == int32_t(kThinkEndId)) break;
     think.push_back(next);
+    span.Feed(copy_source_, tok.TokenBytes(next));
     turn_ids_.push_back(next);
     Feed(std::span<const int32_t>(&next, 1), true);
     ++decode_n;
@@ -326,6 +397,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
 
   // ---- the constrained call
   matcher_->Reset();
+  matcher_->SetCopySource(opt_.copy_bias > 0.0f ? &copy_source_ : nullptr);
   std::vector<int32_t> call;
   double log_p = 0.0;
   bool truncated = false;
@@ -335,9 +407,13 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
       truncated = !can_close;
       break;
     }
-    const int32_t id = Argmax(mask_.data());
+    bool copying = false;
+    if (opt_.copy_bias > 0.0f && matcher_->ComputeCopyMask(copy_mask_)) {
+      for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= mask_[w]) != 0;
+    }
+    const int32_t id = PickWithCopyBonus(mask_.data(), copying);
     if (id < 0) throw Error(ErrorCode::kInternal, "grammar: no allowed token");
-    // P(chosen) under the masked distribution = 1 / sum exp(l - l_max).
+    // P(chosen) under the model's masked distribution (no bonus) = 1 / sum exp(l - l_chosen).
     double z = 0.0;
     const float top = logits_[size_t(id)];
     for (size_t w = 0; w < mask_.size(); ++w) {
@@ -413,6 +489,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
 void Session::Reset() {
   if (state_) state_->cache().ResetToSinks();
   turns_ = 0;
+  copy_texts_.clear();
   last_type_ = EnvelopeType::kRefuse;
 }
 
@@ -455,7 +532,8 @@ void Session::Save(const std::string& path) const {
   nlohmann::ordered_json head = {{"model", model_->fingerprint()}, {"tools", tools_}, {"system", facts_},
                                  {"pins", pins_},    {"active", active_}, {"turns", turns_},
                                  {"last_type", int(last_type_)}, {"has_state", state_ != nullptr && !sinks_dirty_},
-                                 {"sink_length", state_ ? state_->sink_length() : 0}, {"window", opt_.window}};
+                                 {"sink_length", state_ ? state_->sink_length() : 0}, {"window", opt_.window},
+                                 {"copy_texts", copy_texts_}};
   const std::string h = head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string out(kSessionMagic, sizeof kSessionMagic);
   const uint64_t hn = h.size();
@@ -511,6 +589,11 @@ void Session::Restore(const std::string& path) {
     sinks_dirty_ = false;
   }
   turns_ = head.value("turns", 0u);
+  copy_texts_.clear();
+  if (head.contains("copy_texts") && head["copy_texts"].is_array()) {
+    for (const auto& t : head["copy_texts"])
+      if (t.is_string()) copy_texts_.push_back(t.get<std::string>());
+  }
   last_type_ = static_cast<EnvelopeType>(std::clamp(head.value("last_type", 1), 0, 3));
 }
 

@@ -7,7 +7,9 @@
 //   think    = greedy free text, at most max_think_tokens, closed by </think>;
 //              a loop (the last 16 tokens one cycle of 1-4 tokens) ends it early
 //   "</think>\n<tool_call>" forced, then the call: greedy under the grammar mask
-//              (tool names limited to the retrieved tools), at most
+//              (tool names limited to the retrieved tools; inside plain strings
+//              tokens that continue a copy of the session's text get
+//              copy_bias added to their logits), at most
 //              max_new_tokens, completed by the grammar if the budget runs out
 //   closing  = </tool_call><|im_end|> EOS fed, exactly as in training
 // The call is post-checked (grammar/validate.h); a violation is an error
@@ -46,6 +48,13 @@ struct SessionOptions {
   uint32_t retrieval_top_k = 5;     // more declared tools than this: retrieval picks this many per query
   std::string tool_index_path;      // optional persistent embeddings (retrieval)
   uint32_t window = 0;              // 0: the archive's effective window
+  // Logit bonus for tokens that keep a plain string argument a copy of the
+  // session's text (requests and tool results; see grammar/copy_source.h):
+  // small models garble the values they copy, and most plain values are
+  // copies. 0 turns it off; INFINITY makes it a rule (a copy is taken
+  // whenever one fits). The grammar's language is the same either way.
+  float copy_bias = kDefaultCopyBias;
+  static constexpr float kDefaultCopyBias = 4.0f;
 };
 
 // Whether ids ends in a degenerate loop: its last kLoopTokens tokens repeat one
@@ -117,6 +126,13 @@ class Session {
   std::vector<uint32_t> SelectTools(std::string_view query);
   void Feed(std::span<const int32_t> ids, bool want_logits);
   int32_t Argmax(const uint32_t* allowed) const;
+  // Argmax over `allowed` of logit + (bonus bit ? bias : 0).
+  int32_t ArgmaxWithBonus(const uint32_t* allowed, const uint32_t* bonus, float bias) const;
+  // The greedy pick: with `copying`, copy_mask_ (a subset of `allowed`) gets
+  // the copy bonus (or, with an infinite bias, is the only choice).
+  int32_t PickWithCopyBonus(const uint32_t* allowed, bool copying) const;
+  // The copy source from the facts, pins and the recent turn texts.
+  void RememberTurnText(std::string_view text);
 
   std::shared_ptr<const Model> model_;
   SessionOptions opt_;
@@ -141,9 +157,15 @@ class Session {
   ProbePool confidence_pool_, confidence_at_sinks_, contrastive_pool_;
 
   std::vector<int32_t> sink_ids_, turn_ids_;
+  // Recent turn texts (newest last, kCopyTextBytes in all at most, the newest
+  // whole) and the automaton over them and the facts and pins.
+  static constexpr size_t kCopyTextBytes = 2048;
+  std::vector<std::string> copy_texts_;
+  grammar::CopySource copy_source_;
   // Decode buffers, sized once per model.
   std::vector<float> logits_;
-  std::vector<uint32_t> mask_, text_mask_;
+  std::vector<uint32_t> mask_, text_mask_, copy_mask_;
+  std::vector<uint32_t> copy_walk_;  // [trie max depth + 1]
 };
 
 // extract(text, schema): a one-tool session whose only tool has `schema` as

@@ -342,3 +342,61 @@ TEST(Session, ThreadsGiveTheSameAnswersAsSequential) {
 
 }  // namespace
 }  // namespace needle
+
+namespace needle {
+namespace {
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;
+  return s;
+}
+
+// With an infinite copy bias every plain string argument is a piece of the
+// conversation's text (this random model left alone writes empty strings);
+// the grammar still holds. Tool results count as text to copy from.
+TEST(Session, InfiniteCopyBiasCopiesFromTheConversation) {
+  const char* tools = R"([{"name":"note","parameters":{"type":"object","properties":{
+      "text":{"type":"string"},"tag":{"type":"string","enum":["home","work"]}},"required":["text"]}}])";
+  const char* queries[] = {"please remind me to water the basil plants", "Call Ana about the Berlin trip",
+                           "note: buy 2 oat milks", "the meeting moved to room B-12"};
+  auto values = [&](float bias, std::vector<std::pair<std::string, std::string>>* out) {
+    for (uint64_t seed : {3, 5, 8}) {
+      SessionOptions o = Small();
+      o.copy_bias = bias;
+      Session s(testing::AgentModel(seed), o);
+      s.SetToolsJson(tools);
+      for (const char* q : queries) {
+        const Envelope e = s.Query(q);
+        ASSERT_TRUE(e.success()) << e.Dump();
+        for (const auto& c : e.function_calls) out->push_back({c["arguments"]["text"].get<std::string>(), q});
+        if (e.type == EnvelopeType::kCall) {
+          const Envelope r = s.ToolResult(R"({"saved":"Note N-7731 stored"})");
+          ASSERT_TRUE(r.success()) << r.Dump();
+          for (const auto& c : r.function_calls)
+            out->push_back({c["arguments"]["text"].get<std::string>(), std::string(q) + " {\"saved\":\"Note N-7731 stored\"}"});
+        }
+        s.Reset();
+      }
+    }
+  };
+  std::vector<std::pair<std::string, std::string>> copied, free;
+  values(INFINITY, &copied);
+  values(0.0f, &free);
+  // (An empty value is the grammar's completion when a call runs out of budget.)
+  size_t nonempty = 0;
+  for (const auto& [value, source] : copied) {
+    if (value.empty()) continue;
+    ++nonempty;
+    EXPECT_NE(Lower(source).find(Lower(value)), std::string::npos) << "'" << value << "' is not copied from: " << source;
+  }
+  EXPECT_GE(nonempty, 10u);
+  size_t free_nonempty = 0;
+  for (const auto& [value, source] : free) free_nonempty += !value.empty();
+  EXPECT_LT(free_nonempty, nonempty) << "left alone, this random model closes its strings at once";
+  SessionOptions bad;
+  bad.copy_bias = -1.0f;
+  EXPECT_THROW(Session(testing::AgentModel(3), bad), Error);
+}
+
+}  // namespace
+}  // namespace needle

@@ -1287,7 +1287,7 @@ struct Build {
       return Single();
     }
     // Later requests in the same session.
-    const int more = static_cast<int>(rng.Weighted({35, 40, 25}));
+    const int more = g.opt_.long_sessions ? static_cast<int>(rng.Range(6, 14)) : static_cast<int>(rng.Weighted({35, 40, 25}));
     for (int e = 0; e < more; ++e) {
       const size_t r = rng.Below(100);
       bool done = false;
@@ -1652,6 +1652,7 @@ void Generator::SetUserTools(const ojson& tools_in) {
 Example Generator::Generate(uint64_t index) const {
   Build b(*this, index);
   if (!user_tools_.empty()) return b.User();
+  if (opt_.long_sessions) return b.Session();
   // Mixture (see docs/data-format.md): about 13% refusals overall.
   static const std::vector<double> kWeights = {
       47,   // single

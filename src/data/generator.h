@@ -42,6 +42,10 @@ struct GeneratorOptions {
   uint64_t seed = 0;
   Split split = Split::kTrain;
   int max_tools = 8;  // 2..8: tools declared per example (SPEC §10 retrieval puts 5 in context)
+  // Every example a session with 6-14 later requests instead of 1-3, so the
+  // measured turns come after more history than the 256-token window holds
+  // (what a long-running assistant sees).
+  bool long_sessions = false;
 };
 
 class Generator {

@@ -151,6 +151,31 @@ TEST(GeneratedData, HasEveryKindOfExample) {
   EXPECT_GE(relative_dates, 100u);
 }
 
+// --long-sessions: every example a session whose later requests (6-14 of
+// them) push the first turns out of the window; the answers stay valid and
+// evidenced like every other example.
+TEST(GeneratedData, LongSessionsHaveManyLaterRequests) {
+  GeneratorOptions opt{5, Split::kTrain};
+  opt.long_sessions = true;
+  Generator gen(Cat(), opt);
+  size_t sessions = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    const Example e = gen.Generate(i);
+    EXPECT_TRUE(CheckEvidence(e.json).empty()) << e.json.dump();
+    ForEachAnswer(e.json, [&](const ojson& answers, const std::string& where) {
+      const auto problems = ValidateCalls(answers, e.json["tools"]);
+      EXPECT_TRUE(problems.empty()) << where << ": " << (problems.empty() ? "" : problems[0]);
+    });
+    if (e.meta.kind != "session") continue;  // (a session that cannot be built falls back to a single call)
+    ++sessions;
+    size_t queries = 0;
+    for (const auto& t : e.json["turns"]) queries += t.contains("query");
+    EXPECT_GE(queries, 6u) << e.json.dump();
+    EXPECT_LE(queries, 16u) << e.json.dump();
+  }
+  EXPECT_GE(sessions, 190u);
+}
+
 TEST(GeneratedData, DeterministicForASeed) {
   const std::vector<Example> a = Generate(Split::kTrain, 500, 42), b = Generate(Split::kTrain, 500, 42),
                              c = Generate(Split::kTrain, 500, 43);

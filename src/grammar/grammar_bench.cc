@@ -109,6 +109,32 @@ void BM_MaskEmailColdCache(benchmark::State& state) {
   Counters(state);
 }
 
+// The copy mask in a free-text string, the source a 2 KB conversation.
+void BM_CopyMaskFreeString(benchmark::State& state) {
+  std::string text;
+  for (int i = 0; text.size() < 2048; ++i)
+    text += "Tell mom I'll be home at " + std::to_string(7 + i % 5) + ", don't wait for dinner! Ref c_" + std::to_string(97000 + i) + ". ";
+  CopySource src;
+  const std::string_view segments[] = {text};
+  src.Build(segments);
+  GrammarMatcher m(Grammar(), Trie());
+  m.SetCopySource(&src);
+  if (!m.AcceptBytes(R"([{"name":"send_message","arguments":{"body":"I'll be home at)")) {
+    state.SkipWithError("prefix rejected");
+    return;
+  }
+  std::vector<uint32_t> bits(Trie()->mask_words());
+  size_t marked = 0;
+  for (auto _ : state) {
+    m.ComputeCopyMask(bits);
+    benchmark::DoNotOptimize(bits.data());
+  }
+  for (uint32_t w : bits) marked += size_t(__builtin_popcount(w));
+  state.counters["marked"] = double(marked);
+  state.counters["source_states"] = double(src.states());
+  Counters(state);
+}
+
 BENCHMARK(BM_MaskStart);
 BENCHMARK(BM_MaskToolName);
 BENCHMARK(BM_MaskKey);
@@ -119,6 +145,7 @@ BENCHMARK(BM_MaskNumber);
 BENCHMARK(BM_MaskDate);
 BENCHMARK(BM_MaskEmail);
 BENCHMARK(BM_MaskEmailColdCache);
+BENCHMARK(BM_CopyMaskFreeString);
 
 // The decode loop over a whole realistic call: mask + accept per token.
 void BM_DecodeCallPerToken(benchmark::State& state) {

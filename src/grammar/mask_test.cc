@@ -187,3 +187,78 @@ TEST(Mask, FreeStringRespectsMaxLengthInCodePoints) {
 
 }  // namespace
 }  // namespace needle::grammar
+
+namespace needle::grammar {
+namespace {
+
+// The copy mask, against brute force: a token is marked iff its bytes up to
+// a closing quote continue the string's content as a substring of the source
+// (ASCII case folded; a backslash never does), and a quote closes only a
+// non-empty copy. Checked over the whole vocabulary at every step of feeding
+// a copied value, after the copy breaks, and outside strings.
+class CopyMaskAgreement : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CopyMaskAgreement, MarksExactlyTheTokensThatKeepACopy) {
+  const std::unique_ptr<Tokenizer> tok = MakeTokenizer(GetParam());
+  auto trie = std::make_shared<const TokenTrie>(*tok);
+  GrammarMatcher m(ToolGrammar::Compile(std::string_view(testing::kFiveTools)), trie);
+  const std::string_view segments[] = {"please send the one file to Ana: \"on the way\"", "{\"id\":\"c_97\"}"};
+  CopySource src;
+  src.Build(segments);
+  m.SetCopySource(&src);
+  std::vector<uint32_t> bits(trie->mask_words());
+  auto expected = [&](const std::string& content, int32_t id) {
+    if (!trie->Eligible(id)) return false;
+    std::string typed = content;
+    for (char c : trie->Bytes(id)) {
+      if (c == '"') return !typed.empty();
+      if (c == '\\') return false;
+      typed.push_back(c);
+      if (!src.Contains(typed)) return false;
+    }
+    return true;
+  };
+  auto check = [&](const std::string& content, bool in_copy, const std::string& where) {
+    const bool any = m.ComputeCopyMask(bits);
+    size_t marked = 0;
+    for (int32_t id = 0; id < trie->vocab_size(); ++id) {
+      const bool want = in_copy && expected(content, id);
+      marked += want;
+      if (Bit(bits, id) != want) {
+        ADD_FAILURE() << where << ": token " << id << " \"" << trie->Bytes(id) << "\" copy bit " << Bit(bits, id);
+        return;
+      }
+    }
+    EXPECT_EQ(any, marked > 0) << where;
+  };
+  ASSERT_TRUE(m.AcceptBytes(R"([{"name":"send_message","arguments":{"to")"));
+  check("", false, "before the value");
+  ASSERT_TRUE(m.AcceptBytes(R"(:")"));
+  std::string content;
+  check(content, true, "empty value");
+  for (char c : std::string("THE one")) {
+    ASSERT_TRUE(m.AcceptByte(uint8_t(c)));
+    content.push_back(c);
+    check(content, true, "value '" + content + "'");
+  }
+  ASSERT_TRUE(m.AcceptBytes("x"));  // "the onex" is not in the source: the copy broke
+  check(content, false, "broken copy");
+  ASSERT_TRUE(m.AcceptBytes(R"(","body":")"));  // a new string starts a new copy
+  content.clear();
+  check(content, true, "second value");
+  ASSERT_TRUE(m.AcceptBytes(R"(\"on)"));  // an escaped quote is the source's quote
+  content = "\"on";
+  check(content, true, "after an escape");
+  ASSERT_TRUE(m.AcceptBytes(R"( the way\"",)"));
+  check("", false, "between properties");
+  // Without a source nothing is marked.
+  m.SetCopySource(nullptr);
+  m.Reset();
+  ASSERT_TRUE(m.AcceptBytes(R"([{"name":"send_message","arguments":{"to":"th)"));
+  EXPECT_FALSE(m.ComputeCopyMask(bits));
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, CopyMaskAgreement, ::testing::Values("bytes", "golden", "synthetic"));
+
+}  // namespace
+}  // namespace needle::grammar

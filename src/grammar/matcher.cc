@@ -21,7 +21,8 @@ namespace needle::grammar {
 //   kAnyObject  phase 0 '{' | 1 after '{' | 2 after a key, ':' | 3 after a value | 4 after ','
 //   kString     phase 0 '"' | 1 content: u = DFA state, v = code points, a = escape state
 //               (0 none, 1 after '\', 2 \u digits, 3 expect '\' of a low surrogate,
-//               4 expect 'u', 5 low surrogate digits), b = hex digits, w = hex value
+//               4 expect 'u', 5 low surrogate digits), b = hex digits, w = hex value,
+//               z = copy state (CopySource; plain strings, when a copy source is set)
 //   kNumber     phase 0 start | 1 after '-' | 2 integer digits | 3 after '.' | 4 fraction
 //               digits | 5 after 'e' | 6 after the exponent sign | 7 exponent digits;
 //               a = negative, b = integer digits, c = fraction digits, w = integer part,
@@ -229,7 +230,21 @@ int NumberStep(const Node& n, Frame& f, uint8_t b) {
 struct Ctx {
   const ToolGrammar& g;
   const uint32_t* active_prefix;  // by name rank; nullptr = every tool
+  const CopySource* copy;         // tracks plain strings' copy state (Frame::z); nullptr = off
 };
+
+// After a consumed byte of a plain string: the copy state follows the decoded
+// content. `escape` is the escape state before the byte.
+inline void TrackCopy(const CopySource& copy, Frame& f, uint8_t escape, uint8_t b) {
+  if (escape == 0 && f.a == 0) {
+    f.z = copy.Step(uint32_t(f.z), b);
+  } else if (escape == 1 && f.a == 0) {
+    for (size_t i = 0; i < sizeof kEscapeLetters; ++i)
+      if (kEscapeLetters[i] == b) f.z = copy.Step(uint32_t(f.z), kEscapeDecoded[i]);
+  } else if (f.a >= 2) {
+    f.z = CopySource::kDead;  // unicode escapes: not worth matching
+  }
+}
 
 inline bool ToolsBelow(const Ctx& cx, const TrieNode& t) {
   if (cx.active_prefix == nullptr) return t.rank_hi > t.rank_lo;
@@ -249,8 +264,10 @@ bool StepImpl(const Ctx& cx, GrammarState& st, uint8_t b) {
           f.phase = 1;
           return true;
         }
+        const uint8_t escape = f.a;
         const int r = StringStep(n, f, b);
         if (r == 2) --st.depth;
+        if (r == 1 && cx.copy && n.generic_string) TrackCopy(*cx.copy, f, escape, b);
         return r != 0;
       }
       case NodeKind::kNumber: {
@@ -466,6 +483,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const ToolGrammar> grammar, std::
     throw Error(ErrorCode::kUnsupported, "tool schemas nest deeper than the matcher's frame stack");
   walk_.resize(trie_ ? size_t(trie_->max_depth()) + 1 : 1);
   frame_walk_.resize(walk_.size());
+  copy_walk_.resize(walk_.size());
   Reset();
 }
 
@@ -495,7 +513,7 @@ void GrammarMatcher::RestrictToolNames(const std::vector<std::string>& names) {
 void GrammarMatcher::AllowAllTools() { active_prefix_.clear(); }
 
 bool GrammarMatcher::Step(GrammarState& s, uint8_t b) const {
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data()};
+  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_};
   return StepImpl(cx, s, b);
 }
 
@@ -508,7 +526,7 @@ bool GrammarMatcher::AcceptByte(uint8_t b) {
 
 bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
   scratch_.CopyFrom(state_);
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data()};
+  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_};
   for (char c : bytes)
     if (!StepImpl(cx, scratch_, uint8_t(c))) return false;
   state_.CopyFrom(scratch_);
@@ -518,7 +536,7 @@ bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
 bool GrammarMatcher::CanAccept(std::string_view bytes) const {
   GrammarState s;
   s.CopyFrom(state_);
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data()};
+  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_};
   for (char c : bytes)
     if (!StepImpl(cx, s, uint8_t(c))) return false;
   return true;
@@ -531,7 +549,7 @@ bool GrammarMatcher::AcceptToken(int32_t id) {
 }
 
 void GrammarMatcher::WalkTrie(const TokenTrie::Trie& t, std::span<uint32_t> bits) {
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data()};
+  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_};
   const TokenTrie::Node* nodes = t.nodes.data();
   const int32_t* ids = t.ids.data();
   const uint32_t n = uint32_t(t.nodes.size());
@@ -569,6 +587,18 @@ const std::vector<uint32_t>& GrammarMatcher::InsideStringMask(const Node& n, con
     ++i;
   }
   return inside_cache_.emplace(key, std::move(mask)).first->second;
+}
+
+bool GrammarMatcher::ComputeCopyMask(std::span<uint32_t> bits) {
+  if (!trie_) throw Error(ErrorCode::kInvalidArgument, "GrammarMatcher::ComputeCopyMask needs a TokenTrie");
+  if (bits.size() < trie_->mask_words())
+    throw Error(ErrorCode::kInvalidArgument, "GrammarMatcher::ComputeCopyMask: mask buffer too small");
+  std::fill(bits.begin(), bits.end(), 0u);
+  if (!copy_ || state_.depth == 0) return false;
+  const Frame& top = state_.frames[state_.depth - 1];
+  const Node& n = grammar_->nodes[top.node];
+  if (n.kind != NodeKind::kString || !n.generic_string || top.phase != 1 || top.a != 0) return false;
+  return MarkCopyTokens(*trie_, *copy_, uint32_t(top.z), top.v > 0, '"', bits, copy_walk_);
 }
 
 bool GrammarMatcher::ComputeMask(uint32_t* bits) {
@@ -686,7 +716,7 @@ bool GrammarMatcher::CompletionBytes(std::string* out) const {
     for (int b = 0x80; b < 0x100; ++b) s.push_back(char(b));
     return s;
   }();
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data()};
+  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_};
   GrammarState s, t;
   s.CopyFrom(state_);
   while (out->size() < (size_t(1) << 20)) {

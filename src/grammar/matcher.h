@@ -46,6 +46,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "grammar/copy_source.h"  // CopySource
 #include "grammar/token_trie.h"   // TokenTrie
 #include "grammar/tool_grammar.h" // ToolGrammar
 
@@ -105,6 +106,19 @@ class GrammarMatcher {
   // The same into exactly trie->mask_words() words.
   bool ComputeMask(uint32_t* bits);
 
+  // Copy tracking: with a source set, every plain string (no pattern or
+  // format) tracks whether its content so far is a substring of `source`
+  // (not owned; it must stay alive and unchanged while set, or be unset).
+  // It changes no acceptance: it only feeds ComputeCopyMask. Set it before a
+  // call starts (strings opened earlier track from wherever they are).
+  void SetCopySource(const CopySource* source) { copy_ = source; }
+  // Tokens that keep the current plain string a copy of the source: its
+  // content then still a substring, or closed after a non-empty copy (those
+  // tokens' bytes after the quote are not checked: intersect with
+  // ComputeMask). All zero, and false, outside a plain string, after the copy
+  // broke, or without a source. Returns whether any bit is set.
+  bool ComputeCopyMask(std::span<uint32_t> bits);
+
   // Bytes that complete the calls array from here (shortest choices, greedy),
   // so a capped generation can always finish; empty when already complete.
   // Returns false only if no completion was found within 1 MiB (not expected).
@@ -130,6 +144,8 @@ class GrammarMatcher {
   GrammarState scratch_;
   std::vector<GrammarState> walk_;  // [trie max depth + 1]
   std::vector<Frame> frame_walk_;   // [trie max depth + 1]: the string-only walk
+  std::vector<uint32_t> copy_walk_; // [trie max depth + 1]: copy states along the copy walk
+  const CopySource* copy_ = nullptr;
   // (node << 20 | escape << 16 | DFA state) -> mask of the tokens that stay inside that string.
   std::unordered_map<uint64_t, std::vector<uint32_t>> inside_cache_;
 };

@@ -24,6 +24,7 @@ int RunGenerateData(int argc, char** argv) {
              {"out", "FILE", "output JSONL ('-' = stdout); may be omitted with --stats"},
              {"tools", "FILE.json", "generate for these tool schemas (a JSON array, or {\"tools\": [...]})"},
              {"max-tools", "N", "at most N tools per example, 2-8 (default 8; 5 matches SPEC §10 retrieval)"},
+             {"long-sessions", "", "every example a session with 6-14 later requests (the window slides over the earlier turns)"},
              {"stats", "", "print a summary (stderr, or stdout without --out)"},
              {"meta", "", "add a \"meta\" object per example (kind, domain, templates; ignored by training)"},
              {"data", "DIR", "catalogue directory (default: $NEEDLE_DATA_DIR or the source tree's data/)"}});
@@ -46,6 +47,9 @@ int RunGenerateData(int argc, char** argv) {
   opt.split = split;
   opt.max_tools = static_cast<int>(args.GetInt("max-tools", 8));
   if (opt.max_tools < 2 || opt.max_tools > 8) throw Error(ErrorCode::kInvalidArgument, "generate-data: --max-tools must be 2..8");
+  opt.long_sessions = args.Has("long-sessions");
+  if (opt.long_sessions && args.Has("tools"))
+    throw Error(ErrorCode::kInvalidArgument, "generate-data: --long-sessions is for the catalogue, not --tools");
   data::Generator gen(cat, opt);
   if (args.Has("tools")) {
     const std::string path = args.Get("tools");

@@ -47,6 +47,7 @@ std::vector<FlagSpec> SessionFlags() {
           {"pin", "TEXT", "pin extra text in the sink block (custom sink), e.g. a user profile", true},
           {"max-new-tokens", "N", "call budget per turn (default 256)"},
           {"max-think-tokens", "N", "reasoning budget per turn (default 96)"},
+          {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 4; 0 off, inf always)"},
           {"tool-index", "FILE", "persist tool embeddings for retrieval (more than 5 tools)"},
           {"threads", "K", "compute threads (default 1)"}};
 }
@@ -56,6 +57,7 @@ std::unique_ptr<Session> MakeSession(const Args& args) {
   SessionOptions o;
   o.max_new_tokens = static_cast<uint32_t>(args.GetInt("max-new-tokens", o.max_new_tokens));
   o.max_think_tokens = static_cast<uint32_t>(args.GetInt("max-think-tokens", o.max_think_tokens));
+  o.copy_bias = static_cast<float>(args.GetDouble("copy-bias", o.copy_bias));
   o.threads = static_cast<uint32_t>(args.GetInt("threads", 1));
   o.tool_index_path = args.Get("tool-index");
   if (o.max_new_tokens < 1 || o.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--max-new-tokens and --threads must be positive");

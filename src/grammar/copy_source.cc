@@ -1,0 +1,123 @@
+#include "grammar/copy_source.h"
+
+#include <algorithm>
+
+namespace needle::grammar {
+namespace {
+// Joins segments: string content never holds a byte below 0x20 (the grammar
+// rejects raw control bytes), so no copy can run across a separator.
+constexpr uint8_t kSeparator = 0x01;
+}  // namespace
+
+int32_t CopySource::Find(uint32_t state, uint8_t byte) const {
+  for (int32_t e = states_[state].edges; e >= 0; e = edges_[size_t(e)].next)
+    if (edges_[size_t(e)].byte == byte) return int32_t(edges_[size_t(e)].to);
+  return -1;
+}
+
+void CopySource::AddEdge(uint32_t from, uint8_t byte, uint32_t to) {
+  edges_.push_back({byte, to, states_[from].edges});
+  states_[from].edges = int32_t(edges_.size() - 1);
+}
+
+// The standard online construction (one new state per byte, clones on demand).
+void CopySource::Extend(uint8_t byte, uint32_t* last) {
+  const uint32_t cur = uint32_t(states_.size());
+  states_.push_back({states_[*last].len + 1, -1, -1});
+  int32_t p = int32_t(*last);
+  while (p >= 0 && Find(uint32_t(p), byte) < 0) {
+    AddEdge(uint32_t(p), byte, cur);
+    p = states_[size_t(p)].link;
+  }
+  if (p < 0) {
+    states_[cur].link = 0;
+  } else {
+    const uint32_t q = uint32_t(Find(uint32_t(p), byte));
+    if (states_[q].len == states_[size_t(p)].len + 1) {
+      states_[cur].link = int32_t(q);
+    } else {
+      const uint32_t clone = uint32_t(states_.size());
+      states_.push_back({states_[size_t(p)].len + 1, states_[q].link, -1});
+      for (int32_t e = states_[q].edges; e >= 0; e = edges_[size_t(e)].next) AddEdge(clone, edges_[size_t(e)].byte, edges_[size_t(e)].to);
+      // Redirect p's chain from q to the clone; the edges are found again by byte.
+      for (; p >= 0; p = states_[size_t(p)].link) {
+        int32_t e = states_[size_t(p)].edges;
+        while (e >= 0 && edges_[size_t(e)].byte != byte) e = edges_[size_t(e)].next;
+        if (e < 0 || edges_[size_t(e)].to != q) break;
+        edges_[size_t(e)].to = clone;
+      }
+      states_[q].link = int32_t(clone);
+      states_[cur].link = int32_t(clone);
+    }
+  }
+  *last = cur;
+}
+
+void CopySource::Build(std::span<const std::string_view> segments) {
+  size_t bytes = 0;
+  for (std::string_view s : segments) bytes += s.size() + 1;
+  states_.clear();
+  edges_.clear();
+  states_.reserve(2 * bytes + 1);
+  edges_.reserve(3 * bytes + 1);
+  states_.push_back({0, -1, -1});
+  uint32_t last = 0;
+  bool first = true;
+  for (std::string_view s : segments) {
+    if (!first) Extend(kSeparator, &last);
+    first = false;
+    for (char c : s) {
+      const uint8_t b = Fold(uint8_t(c));
+      Extend(b < 0x20 ? kSeparator : b, &last);
+    }
+  }
+}
+
+uint32_t CopySource::Step(uint32_t state, uint8_t byte) const {
+  if (state == kDead || state >= states_.size() || byte < 0x20) return kDead;
+  const int32_t to = Find(state, Fold(byte));
+  return to < 0 ? kDead : uint32_t(to);
+}
+
+bool CopySource::Contains(std::string_view text) const {
+  uint32_t s = kRoot;
+  for (char c : text) s = Step(s, uint8_t(c));
+  return s != kDead;
+}
+
+bool MarkCopyTokens(const TokenTrie& trie, const CopySource& source, uint32_t state, bool nonempty, uint8_t close,
+                    std::span<uint32_t> bits, std::span<uint32_t> walk) {
+  std::fill(bits.begin(), bits.end(), 0u);
+  if (state == CopySource::kDead) return false;
+  const TokenTrie::Trie& t = trie.all();
+  const TokenTrie::Node* nodes = t.nodes.data();
+  const int32_t* ids = t.ids.data();
+  uint32_t* out = bits.data();
+  bool any = false;
+  auto mark = [&](const TokenTrie::Node& node) {
+    for (uint32_t k = node.tok_begin; k < node.tok_end; ++k) out[uint32_t(ids[k]) >> 5] |= 1u << (ids[k] & 31), any = true;
+  };
+  walk[0] = state;
+  for (uint32_t i = 1; i < t.nodes.size();) {
+    const TokenTrie::Node& node = nodes[i];
+    if (node.byte == close) {
+      // Closing a copy (not an empty one) is as good as continuing it; what
+      // follows the close is the caller's business.
+      if (node.depth > 1 || nonempty)
+        for (uint32_t j = i; j < node.end; ++j) mark(nodes[j]);
+      i = node.end;
+      continue;
+    }
+    const uint32_t s = node.byte == '\\' ? CopySource::kDead : source.Step(walk[node.depth - 1], node.byte);
+    if (s == CopySource::kDead) {
+      i = node.end;
+      continue;
+    }
+    walk[node.depth] = s;
+    mark(node);
+    ++i;
+  }
+  return any;
+}
+
+}  // namespace needle::grammar
