@@ -52,6 +52,8 @@ struct ReasoningSpan {
 
 Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : model_(std::move(model)), opt_(options) {
   if (!model_) throw Error(ErrorCode::kNoModel, "session: no model");
+  if (!(opt_.tool_score_bias >= 0.0f) || std::isinf(opt_.tool_score_bias))
+    throw Error(ErrorCode::kInvalidArgument, "session: tool_score_bias must be finite and >= 0");
   if (!(opt_.copy_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: copy_bias must be >= 0 (0 turns copying off)");
   if (opt_.threads > 1) pool_ = std::make_unique<ThreadPool>(opt_.threads);
   const Tokenizer& tok = model_->tokenizer();
@@ -182,6 +184,30 @@ int32_t Session::ArgmaxWithBonus(const uint32_t* allowed, const uint32_t* bonus,
   return best;
 }
 
+int32_t Session::ArgmaxNamingCall() const {
+  const Tokenizer& tok = model_->tokenizer();
+  const std::vector<uint32_t>& tool_of_rank = matcher_->grammar().tool_of_rank;
+  float best_score = -INFINITY;
+  for (float s : name_scores_) best_score = std::max(best_score, s);
+  int32_t best = -1;
+  float best_v = -INFINITY;
+  for (size_t w = 0; w < mask_.size(); ++w) {
+    for (uint32_t bits = mask_[w]; bits; bits &= bits - 1) {
+      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
+      if (size_t(id) >= logits_.size()) continue;
+      float v = logits_[size_t(id)];
+      uint32_t lo = 0, hi = 0;
+      if (id != int32_t(kToolCallEndId) && matcher_->NameCandidates(tok.TokenBytes(id), &lo, &hi)) {
+        float fit = -INFINITY;
+        for (uint32_t r = lo; r < hi && r < tool_of_rank.size(); ++r) fit = std::max(fit, name_scores_[tool_of_rank[r]]);
+        if (fit > -INFINITY) v += opt_.tool_score_bias * (fit - best_score);
+      }
+      if (v > best_v) best_v = v, best = id;
+    }
+  }
+  return best;
+}
+
 int32_t Session::PickWithCopyBonus(const uint32_t* allowed, bool copying) const {
   if (!copying) return Argmax(allowed);
   if (std::isinf(opt_.copy_bias)) return Argmax(copy_mask_.data());
@@ -208,13 +234,27 @@ std::vector<uint32_t> Session::SelectTools(std::string_view query) {
   const uint32_t n = static_cast<uint32_t>(tools_.size());
   std::vector<uint32_t> all(n);
   for (uint32_t i = 0; i < n; ++i) all[i] = i;
-  if (n <= opt_.retrieval_top_k) return all;
   const HeadWeights* head = model_->contrastive();
+  tool_scores_.clear();
+  if (head && n > 0 && (n > opt_.retrieval_top_k || opt_.tool_score_bias > 0.0f)) tool_scores_ = ScoreTools(query);
+  if (n <= opt_.retrieval_top_k) return all;
   if (!head) {
     const std::string w = "retrieval: the model has no contrastive head; all " + std::to_string(n) + " tools are in the context";
     if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(w);
     return all;
   }
+  std::vector<std::pair<float, uint32_t>> scored(n);
+  for (uint32_t i = 0; i < n; ++i) scored[i] = {tool_scores_[i], i};
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<uint32_t> top;
+  for (uint32_t i = 0; i < opt_.retrieval_top_k; ++i) top.push_back(scored[i].second);
+  std::sort(top.begin(), top.end());  // declaration order in the prompt
+  return top;
+}
+
+std::vector<float> Session::ScoreTools(std::string_view query) {
+  const uint32_t n = static_cast<uint32_t>(tools_.size());
+  const HeadWeights* head = model_->contrastive();
   const Tokenizer& tok = model_->tokenizer();
   if (!embed_state_) embed_state_ = model_->fast().NewState({0, opt_.window, 32, false});
   ProbePool* pools[1] = {&contrastive_pool_};
@@ -246,17 +286,13 @@ std::vector<uint32_t> Session::SelectTools(std::string_view query) {
   }
   if (index_.dirty() && !opt_.tool_index_path.empty()) index_.Save(opt_.tool_index_path);
   const std::vector<float> q = embed(query);
-  std::vector<std::pair<float, uint32_t>> scored(n);
+  std::vector<float> scores(n);
   for (uint32_t i = 0; i < n; ++i) {
     float s = 0;
     for (uint32_t k = 0; k < head->out; ++k) s += q[k] * tool_vecs[i][k];
-    scored[i] = {s, i};
+    scores[i] = s;
   }
-  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<uint32_t> top;
-  for (uint32_t i = 0; i < opt_.retrieval_top_k; ++i) top.push_back(scored[i].second);
-  std::sort(top.begin(), top.end());  // declaration order in the prompt
-  return top;
+  return scores;
 }
 
 void Session::PrepareSinks(std::string_view query, double* prefill_seconds, uint64_t* prefill_tokens) {
@@ -396,6 +432,11 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   Feed(bridge, true);
 
   // ---- the constrained call
+  const bool name_bias = opt_.tool_score_bias > 0.0f && tool_scores_.size() == tools_.size();
+  if (name_bias) {
+    name_scores_.assign(tools_.size(), -INFINITY);
+    for (uint32_t i : active_) name_scores_[i] = tool_scores_[i];
+  }
   matcher_->Reset();
   matcher_->SetCopySource(opt_.copy_bias > 0.0f ? &copy_source_ : nullptr);
   std::vector<int32_t> call;
@@ -411,7 +452,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     if (opt_.copy_bias > 0.0f && matcher_->ComputeCopyMask(copy_mask_)) {
       for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= mask_[w]) != 0;
     }
-    const int32_t id = PickWithCopyBonus(mask_.data(), copying);
+    const int32_t id = name_bias && matcher_->BeforeOrInName() ? ArgmaxNamingCall() : PickWithCopyBonus(mask_.data(), copying);
     if (id < 0) throw Error(ErrorCode::kInternal, "grammar: no allowed token");
     // P(chosen) under the model's masked distribution (no bonus) = 1 / sum exp(l - l_chosen).
     double z = 0.0;

@@ -55,6 +55,12 @@ struct SessionOptions {
   // whenever one fits). The grammar's language is the same either way.
   float copy_bias = kDefaultCopyBias;
   static constexpr float kDefaultCopyBias = 4.0f;
+  // Logit bonus per unit of retrieval similarity (the contrastive head's
+  // query-tool cosine, relative to the best declared tool) for the tokens
+  // that name a call: the tool the retrieval head prefers is preferred when
+  // naming. 0 turns it off; without a contrastive head it does nothing.
+  float tool_score_bias = kDefaultToolScoreBias;
+  static constexpr float kDefaultToolScoreBias = 100.0f;
 };
 
 // Whether ids ends in a degenerate loop: its last kLoopTokens tokens repeat one
@@ -108,6 +114,9 @@ class Session {
   EnvelopeType last_type() const { return last_type_; }
   // Tools in the context now (indices into tools()).
   const std::vector<uint32_t>& active_tools() const { return active_; }
+  // The contrastive head's similarity of the last query to each declared tool
+  // (empty when not computed: no head, or neither retrieval nor the naming bias needed it).
+  const std::vector<float>& tool_scores() const { return tool_scores_; }
   // The tokens of the sink block, and of the last turn (context through EOS):
   // together what the confidence head scored (rollouts for its training).
   const std::vector<int32_t>& sink_ids() const { return sink_ids_; }
@@ -124,6 +133,11 @@ class Session {
   // sink block when the selection or setup changed.
   void PrepareSinks(std::string_view query, double* prefill_seconds, uint64_t* prefill_tokens);
   std::vector<uint32_t> SelectTools(std::string_view query);
+  // Contrastive similarity of the query to every declared tool (embeddings cached).
+  std::vector<float> ScoreTools(std::string_view query);
+  // The greedy pick where the call is being named: logit + tool_score_bias x
+  // (best score among the tools the token still fits - best score overall).
+  int32_t ArgmaxNamingCall() const;
   void Feed(std::span<const int32_t> ids, bool want_logits);
   int32_t Argmax(const uint32_t* allowed) const;
   // Argmax over `allowed` of logit + (bonus bit ? bias : 0).
@@ -157,6 +171,8 @@ class Session {
   ProbePool confidence_pool_, confidence_at_sinks_, contrastive_pool_;
 
   std::vector<int32_t> sink_ids_, turn_ids_;
+  std::vector<float> tool_scores_;  // [tools] for the last query (empty: none)
+  std::vector<float> name_scores_;  // [tools] this turn: score of active tools, -inf otherwise
   // Recent turn texts (newest last, kCopyTextBytes in all at most, the newest
   // whole) and the automaton over them and the facts and pins.
   static constexpr size_t kCopyTextBytes = 2048;

@@ -400,3 +400,47 @@ TEST(Session, InfiniteCopyBiasCopiesFromTheConversation) {
 
 }  // namespace
 }  // namespace needle
+
+namespace needle {
+namespace {
+
+// With a large tool_score_bias the first call is named after the tool the
+// retrieval head scores highest (among those in the context).
+TEST(Session, ToolScoreBiasNamesTheRetrievalHeadsChoice) {
+  const char* queries[] = {"turn on the kitchen lights", "remind me in 10 minutes", "text Ana that I'm late",
+                           "dinner with Bo on 2025-03-01", "is it raining in Oslo", "lights off please",
+                           "weather for Rome tomorrow", "set a 5 minute timer"};
+  size_t calls = 0, differs = 0;
+  for (uint64_t seed : {2, 4, 6}) {
+    auto model = testing::AgentModel(seed);
+    SessionOptions on = Small(), off = Small();
+    on.tool_score_bias = 1e6f;
+    off.tool_score_bias = 0.0f;
+    Session s(model, on), plain(model, off);
+    s.SetToolsJson(testing::kFiveTools);
+    plain.SetToolsJson(testing::kFiveTools);
+    for (const char* q : queries) {
+      const Envelope e = s.Query(q);
+      ASSERT_TRUE(e.success()) << e.Dump();
+      const std::vector<float>& scores = s.tool_scores();
+      ASSERT_EQ(scores.size(), 5u);
+      const size_t best = size_t(std::max_element(scores.begin(), scores.end()) - scores.begin());
+      if (!e.function_calls.empty()) {
+        ++calls;
+        EXPECT_EQ(e.function_calls[0]["name"], s.tools()[best]["name"]) << q;
+      }
+      const Envelope p = plain.Query(q);
+      if (!p.function_calls.empty() && p.function_calls[0]["name"] != s.tools()[best]["name"]) ++differs;
+      s.Reset();
+      plain.Reset();
+    }
+  }
+  EXPECT_GE(calls, 6u);
+  EXPECT_GT(differs, 0u) << "without the bias the random model should name other tools sometimes";
+  SessionOptions bad;
+  bad.tool_score_bias = INFINITY;
+  EXPECT_THROW(Session(testing::AgentModel(3), bad), Error);
+}
+
+}  // namespace
+}  // namespace needle

@@ -262,3 +262,43 @@ INSTANTIATE_TEST_SUITE_P(Tokenizers, CopyMaskAgreement, ::testing::Values("bytes
 
 }  // namespace
 }  // namespace needle::grammar
+
+namespace needle::grammar {
+namespace {
+
+TEST(NameCandidates, TheToolsABytesRunStillFits) {
+  GrammarMatcher m(ToolGrammar::Compile(std::string_view(testing::kFiveTools)));
+  const ToolGrammar& g = m.grammar();
+  auto names = [&](std::string_view bytes) {
+    uint32_t lo = 0, hi = 0;
+    std::vector<std::string> out;
+    if (!m.NameCandidates(bytes, &lo, &hi)) return out;
+    for (uint32_t r = lo; r < hi; ++r) out.push_back(g.tools()[g.tool_of_rank[r]].name);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(names("["), V{});                        // no name reached yet
+  EXPECT_EQ(names(R"([{"name")"), V{});              // still before the name
+  EXPECT_EQ(names(R"([{"name":)").size(), 5u);       // at the name: every tool
+  EXPECT_EQ(names(R"([{"name":")").size(), 5u);
+  EXPECT_EQ(names(R"([{"name":"set_)"), (V{"set_lights", "set_timer"}));
+  EXPECT_EQ(names(R"([{"name":"set_t)"), V{"set_timer"});
+  EXPECT_EQ(names(R"([{"name":"get_weather","argu)"), V{"get_weather"});  // named within these bytes
+  EXPECT_EQ(names(R"([{"name":"nope)"), V{});         // rejected
+  ASSERT_TRUE(m.AcceptBytes(R"([{"name":"se)"));
+  EXPECT_TRUE(m.BeforeOrInName());
+  EXPECT_EQ(names("nd_message"), V{"send_message"});
+  ASSERT_TRUE(m.AcceptBytes(R"(nd_message","arguments":{"to":"a","body":"b")"));
+  EXPECT_FALSE(m.BeforeOrInName());
+  EXPECT_EQ(names("}"), V{});                         // the named call's arguments end
+  ASSERT_TRUE(m.AcceptBytes("}"));
+  EXPECT_FALSE(m.BeforeOrInName());                  // the call's own brace is next
+  ASSERT_TRUE(m.AcceptBytes("}"));
+  EXPECT_TRUE(m.BeforeOrInName());                   // a second call may follow
+  EXPECT_EQ(names(R"(,{"name":"create)"), V{"create_event"});
+  EXPECT_EQ(names("]"), V{});
+}
+
+}  // namespace
+}  // namespace needle::grammar

@@ -589,6 +589,37 @@ const std::vector<uint32_t>& GrammarMatcher::InsideStringMask(const Node& n, con
   return inside_cache_.emplace(key, std::move(mask)).first->second;
 }
 
+bool GrammarMatcher::BeforeOrInName() const {
+  if (state_.depth == 0) return false;
+  const Frame& top = state_.frames[state_.depth - 1];
+  const NodeKind k = grammar_->nodes[top.node].kind;
+  return k == NodeKind::kCalls || (k == NodeKind::kCall && top.phase <= 1);
+}
+
+bool GrammarMatcher::NameCandidates(std::string_view bytes, uint32_t* rank_lo, uint32_t* rank_hi) const {
+  if (!BeforeOrInName()) return false;
+  GrammarState s;
+  s.CopyFrom(state_);
+  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), nullptr};
+  for (char c : bytes)
+    if (!StepImpl(cx, s, uint8_t(c))) return false;
+  if (s.depth < 2) return false;
+  const Frame& call = s.frames[1];  // frames[0] is the calls array
+  if (grammar_->nodes[call.node].kind != NodeKind::kCall || call.phase == 0) return false;
+  if (call.phase == 1) {
+    *rank_lo = grammar_->tries[call.u].rank_lo;
+    *rank_hi = grammar_->tries[call.u].rank_hi;
+    return true;
+  }
+  for (uint32_t r = 0; r < grammar_->tool_of_rank.size(); ++r) {
+    if (grammar_->tool_of_rank[r] == call.v) {
+      *rank_lo = r, *rank_hi = r + 1;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool GrammarMatcher::ComputeCopyMask(std::span<uint32_t> bits) {
   if (!trie_) throw Error(ErrorCode::kInvalidArgument, "GrammarMatcher::ComputeCopyMask needs a TokenTrie");
   if (bits.size() < trie_->mask_words())

@@ -119,6 +119,16 @@ class GrammarMatcher {
   // broke, or without a source. Returns whether any bit is set.
   bool ComputeCopyMask(std::span<uint32_t> bits);
 
+  // Naming a call: if `bytes` (a candidate token's) start or continue the name
+  // of a call from the current state, the tools whose names they still fit,
+  // as a range of name ranks [*rank_lo, *rank_hi) (grammar().tool_of_rank
+  // maps a rank to a tool; tools left out by RestrictTools may be inside the
+  // range). False when the bytes do not reach a name, or the current call is
+  // already named, or the bytes are rejected.
+  bool NameCandidates(std::string_view bytes, uint32_t* rank_lo, uint32_t* rank_hi) const;
+  // Whether the next token may start or continue a call's name (cheap).
+  bool BeforeOrInName() const;
+
   // Bytes that complete the calls array from here (shortest choices, greedy),
   // so a capped generation can always finish; empty when already complete.
   // Returns false only if no completion was found within 1 MiB (not expected).

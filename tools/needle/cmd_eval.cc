@@ -190,6 +190,7 @@ int RunEval(int argc, char** argv) {
              {"jobs", "K", "sessions evaluated in parallel (default 1)"},
              {"max-new-tokens", "N", "call budget per turn (default 256)"},
              {"max-think-tokens", "N", "reasoning budget per turn (default 96)"},
+          {"tool-score-bias", "B", "logit bonus per unit of retrieval similarity when naming a call (default 100; 0 off)"},
           {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 4; 0 off, inf always)"},
              {"long-session", "N", "also re-ask each single-turn example after N turns of other traffic"},
              {"json", "", "print only the final JSON object (default: a table, then the JSON)"},
@@ -221,6 +222,7 @@ int RunEval(int argc, char** argv) {
   opt.max_new_tokens = static_cast<uint32_t>(args.GetInt("max-new-tokens", opt.max_new_tokens));
   opt.max_think_tokens = static_cast<uint32_t>(args.GetInt("max-think-tokens", opt.max_think_tokens));
   opt.copy_bias = static_cast<float>(args.GetDouble("copy-bias", opt.copy_bias));
+  opt.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", opt.tool_score_bias));
   const long long long_session = args.GetInt("long-session", 0);
   const unsigned jobs = static_cast<unsigned>(std::max(1LL, args.GetInt("jobs", 1)));
 

@@ -47,6 +47,7 @@ std::vector<FlagSpec> SessionFlags() {
           {"pin", "TEXT", "pin extra text in the sink block (custom sink), e.g. a user profile", true},
           {"max-new-tokens", "N", "call budget per turn (default 256)"},
           {"max-think-tokens", "N", "reasoning budget per turn (default 96)"},
+          {"tool-score-bias", "B", "logit bonus per unit of retrieval similarity when naming a call (default 100; 0 off)"},
           {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 4; 0 off, inf always)"},
           {"tool-index", "FILE", "persist tool embeddings for retrieval (more than 5 tools)"},
           {"threads", "K", "compute threads (default 1)"}};
@@ -58,6 +59,7 @@ std::unique_ptr<Session> MakeSession(const Args& args) {
   o.max_new_tokens = static_cast<uint32_t>(args.GetInt("max-new-tokens", o.max_new_tokens));
   o.max_think_tokens = static_cast<uint32_t>(args.GetInt("max-think-tokens", o.max_think_tokens));
   o.copy_bias = static_cast<float>(args.GetDouble("copy-bias", o.copy_bias));
+  o.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", o.tool_score_bias));
   o.threads = static_cast<uint32_t>(args.GetInt("threads", 1));
   o.tool_index_path = args.Get("tool-index");
   if (o.max_new_tokens < 1 || o.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--max-new-tokens and --threads must be positive");
