@@ -85,7 +85,7 @@ bool CopySource::Contains(std::string_view text) const {
   return s != kDead;
 }
 
-bool MarkCopyTokens(const TokenTrie& trie, const CopySource& source, uint32_t state, bool nonempty, uint8_t close,
+bool MarkCopyTokens(const TokenTrie& trie, const CopySource& source, uint32_t state, bool nonempty, std::string_view close,
                     std::span<uint32_t> bits, std::span<uint32_t> walk) {
   std::fill(bits.begin(), bits.end(), 0u);
   if (state == CopySource::kDead) return false;
@@ -100,7 +100,7 @@ bool MarkCopyTokens(const TokenTrie& trie, const CopySource& source, uint32_t st
   walk[0] = state;
   for (uint32_t i = 1; i < t.nodes.size();) {
     const TokenTrie::Node& node = nodes[i];
-    if (node.byte == close) {
+    if (close.find(char(node.byte)) != std::string_view::npos) {
       // Closing a copy (not an empty one) is as good as continuing it; what
       // follows the close is the caller's business.
       if (node.depth > 1 || nonempty)

@@ -64,11 +64,11 @@ class CopySource {
 
 // Marks in `bits` (overwritten, trie mask_words() words) the tokens of `trie`
 // that keep a copy going from `state`: every byte continues it, or the bytes
-// continue it up to a `close` byte and the copy is then not empty (`nonempty`
-// says whether it already is; bytes after the close are not checked). A
-// backslash or control byte ends a copy. `walk` is scratch of at least
-// trie.max_depth() + 1 entries. Returns whether any token was marked.
-bool MarkCopyTokens(const TokenTrie& trie, const CopySource& source, uint32_t state, bool nonempty, uint8_t close,
+// continue it up to one of the `close` bytes and the copy is then not empty
+// (`nonempty` says whether it already is; bytes from the close on are not
+// checked). A backslash or control byte ends a copy. `walk` is scratch of at
+// least trie.max_depth() + 1 entries. Returns whether any token was marked.
+bool MarkCopyTokens(const TokenTrie& trie, const CopySource& source, uint32_t state, bool nonempty, std::string_view close,
                     std::span<uint32_t> bits, std::span<uint32_t> walk);
 
 }  // namespace needle::grammar

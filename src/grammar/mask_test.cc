@@ -202,16 +202,17 @@ TEST_P(CopyMaskAgreement, MarksExactlyTheTokensThatKeepACopy) {
   const std::unique_ptr<Tokenizer> tok = MakeTokenizer(GetParam());
   auto trie = std::make_shared<const TokenTrie>(*tok);
   GrammarMatcher m(ToolGrammar::Compile(std::string_view(testing::kFiveTools)), trie);
-  const std::string_view segments[] = {"please send the one file to Ana: \"on the way\"", "{\"id\":\"c_97\"}"};
+  const std::string_view segments[] = {"please send the one file to Ana: \"on the way\"", "{\"id\":\"c_97\"}", "dim to 35 or 3.5"};
   CopySource src;
   src.Build(segments);
   m.SetCopySource(&src);
   std::vector<uint32_t> bits(trie->mask_words());
+  std::string close = "\"";
   auto expected = [&](const std::string& content, int32_t id) {
     if (!trie->Eligible(id)) return false;
     std::string typed = content;
     for (char c : trie->Bytes(id)) {
-      if (c == '"') return !typed.empty();
+      if (close.find(c) != std::string::npos) return !typed.empty();
       if (c == '\\') return false;
       typed.push_back(c);
       if (!src.Contains(typed)) return false;
@@ -251,6 +252,19 @@ TEST_P(CopyMaskAgreement, MarksExactlyTheTokensThatKeepACopy) {
   check(content, true, "after an escape");
   ASSERT_TRUE(m.AcceptBytes(R"( the way\"",)"));
   check("", false, "between properties");
+  // Numbers copy digits; they end at the byte after them.
+  close = ",}] ";
+  m.Reset();
+  ASSERT_TRUE(m.AcceptBytes(R"([{"name":"set_lights","arguments":{"state":"on","brightness":)"));
+  content.clear();
+  check(content, true, "number start");
+  for (char c : std::string("35")) {
+    ASSERT_TRUE(m.AcceptByte(uint8_t(c)));
+    content.push_back(c);
+    check(content, true, "number '" + content + "'");
+  }
+  ASSERT_TRUE(m.AcceptBytes("}"));
+  check("", false, "after the number");
   // Without a source nothing is marked.
   m.SetCopySource(nullptr);
   m.Reset();

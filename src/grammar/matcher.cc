@@ -26,7 +26,8 @@ namespace needle::grammar {
 //   kNumber     phase 0 start | 1 after '-' | 2 integer digits | 3 after '.' | 4 fraction
 //               digits | 5 after 'e' | 6 after the exponent sign | 7 exponent digits;
 //               a = negative, b = integer digits, c = fraction digits, w = integer part,
-//               z = fraction digits as an integer, u = exponent digits
+//               z = fraction digits as an integer, u = exponent digits,
+//               v = copy state (CopySource, when a copy source is set)
 //   kLiteral    u = trie node (popped as soon as a value is complete and cannot go on)
 //   kUnion      replaced by the alternative its first byte selects
 
@@ -272,6 +273,7 @@ bool StepImpl(const Ctx& cx, GrammarState& st, uint8_t b) {
       }
       case NodeKind::kNumber: {
         const int r = NumberStep(n, f, b);
+        if (r == 1 && cx.copy) f.v = cx.copy->Step(f.v, b);  // the copy state of numbers (v is free there)
         if (r >= 0) return r == 1;
         --st.depth;
         continue;  // the byte goes to the parent
@@ -628,8 +630,12 @@ bool GrammarMatcher::ComputeCopyMask(std::span<uint32_t> bits) {
   if (!copy_ || state_.depth == 0) return false;
   const Frame& top = state_.frames[state_.depth - 1];
   const Node& n = grammar_->nodes[top.node];
+  if (n.kind == NodeKind::kNumber) {
+    // Digits copied from the conversation ("12 minutes" -> 12); a number ends at the byte after it.
+    return MarkCopyTokens(*trie_, *copy_, top.v, top.phase > 0, ",}] ", bits, copy_walk_);
+  }
   if (n.kind != NodeKind::kString || !n.generic_string || top.phase != 1 || top.a != 0) return false;
-  return MarkCopyTokens(*trie_, *copy_, uint32_t(top.z), top.v > 0, '"', bits, copy_walk_);
+  return MarkCopyTokens(*trie_, *copy_, uint32_t(top.z), top.v > 0, "\"", bits, copy_walk_);
 }
 
 bool GrammarMatcher::ComputeMask(uint32_t* bits) {

@@ -112,11 +112,12 @@ class GrammarMatcher {
   // It changes no acceptance: it only feeds ComputeCopyMask. Set it before a
   // call starts (strings opened earlier track from wherever they are).
   void SetCopySource(const CopySource* source) { copy_ = source; }
-  // Tokens that keep the current plain string a copy of the source: its
-  // content then still a substring, or closed after a non-empty copy (those
-  // tokens' bytes after the quote are not checked: intersect with
-  // ComputeMask). All zero, and false, outside a plain string, after the copy
-  // broke, or without a source. Returns whether any bit is set.
+  // Tokens that keep the current plain string or number a copy of the
+  // source: its content then still a substring, or ended after a non-empty
+  // copy (a string's closing quote; a number's following ',', '}', ']' or
+  // space; the bytes after that are not checked: intersect with ComputeMask).
+  // All zero, and false, elsewhere, after the copy broke, or without a
+  // source. Returns whether any bit is set.
   bool ComputeCopyMask(std::span<uint32_t> bits);
 
   // Naming a call: if `bytes` (a candidate token's) start or continue the name
