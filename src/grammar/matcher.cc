@@ -231,7 +231,7 @@ int NumberStep(const Node& n, Frame& f, uint8_t b) {
 struct Ctx {
   const ToolGrammar& g;
   const uint32_t* active_prefix;  // by name rank; nullptr = every tool
-  const CopySource* copy;         // tracks plain strings' copy state (Frame::z); nullptr = off
+  const CopySource* copy;         // tracks the copy state of plain strings (Frame::z) and numbers (Frame::v); nullptr = off
 };
 
 // After a consumed byte of a plain string: the copy state follows the decoded

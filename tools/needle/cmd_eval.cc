@@ -284,7 +284,9 @@ int RunEval(int argc, char** argv) {
           const Envelope e = s.Complete(s.last_type() == EnvelopeType::kCall ? R"({"status":"ok"})" : kTraffic[k % 10]);
           (void)e;
         }
-        lN.Add(s.Query(q), json::parse(answers.dump()), true);
+        // Recorded like any turn (--out, --failures), numbered by its place in the session.
+        turn = static_cast<size_t>(long_session) + 1;
+        record(s.Query(q), answers, true, lN, q);
       }
       const size_t d = ++done;
       if (d % 5 == 0 || d == examples.size()) {
