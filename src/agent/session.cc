@@ -410,7 +410,8 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   for (uint32_t i = 0; i < opt_.max_think_tokens; ++i) {
     bool copying = false;
     if (opt_.copy_bias > 0.0f && span.open &&
-        grammar::MarkCopyTokens(*model_->trie(), copy_source_, span.state, span.nonempty, "'", copy_mask_, copy_walk_)) {
+        grammar::MarkCopyTokens(*model_->trie(), copy_source_, span.state, span.nonempty, "'", grammar::CopySource::End::kWord,
+                                 copy_mask_, copy_walk_)) {
       for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= text_mask_[w]) != 0;
     }
     next = PickWithCopyBonus(text_mask_.data(), copying);

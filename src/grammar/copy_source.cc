@@ -54,23 +54,42 @@ void CopySource::Extend(uint8_t byte, uint32_t* last) {
 }
 
 void CopySource::Build(std::span<const std::string_view> segments) {
-  size_t bytes = 0;
-  for (std::string_view s : segments) bytes += s.size() + 1;
-  states_.clear();
-  edges_.clear();
-  states_.reserve(2 * bytes + 1);
-  edges_.reserve(3 * bytes + 1);
-  states_.push_back({0, -1, -1});
-  uint32_t last = 0;
-  bool first = true;
+  // The folded text, every segment behind a separator (so a segment's first
+  // word starts after a non-word byte like every other word).
+  std::vector<uint8_t> text;
   for (std::string_view s : segments) {
-    if (!first) Extend(kSeparator, &last);
-    first = false;
+    text.push_back(kSeparator);
     for (char c : s) {
       const uint8_t b = Fold(uint8_t(c));
-      Extend(b < 0x20 ? kSeparator : b, &last);
+      text.push_back(b < 0x20 ? kSeparator : b);
     }
   }
+  states_.clear();
+  edges_.clear();
+  word_starts_.clear();
+  states_.reserve(2 * text.size() + 1);
+  edges_.reserve(3 * text.size() + 1);
+  states_.push_back({0, -1, -1});
+  ends_.assign(2 * text.size() + 1, 0);
+  uint32_t last = 0;
+  auto digit = [](uint8_t b) { return b >= '0' && b <= '9'; };
+  for (size_t i = 0; i < text.size(); ++i) {
+    Extend(text[i], &last);
+    // What follows this occurrence decides how a copy ending here ends.
+    const uint8_t next = i + 1 < text.size() ? text[i + 1] : kSeparator;
+    const bool decimal = next == '.' && i + 2 < text.size() && digit(text[i + 2]);
+    ends_[last] = uint8_t((IsWordByte(next) ? 0 : uint8_t(End::kWord)) | (digit(next) || decimal ? 0 : uint8_t(End::kNumber)));
+  }
+  ends_.resize(states_.size());
+  // A state's occurrences are those of the states below it on suffix links:
+  // fold the bits up, longest strings first.
+  std::vector<uint32_t> order(states_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return states_[a].len > states_[b].len; });
+  for (uint32_t st : order)
+    if (states_[st].link >= 0) ends_[size_t(states_[st].link)] |= ends_[st];
+  for (int32_t e = states_[0].edges; e >= 0; e = edges_[size_t(e)].next)
+    if (!IsWordByte(edges_[size_t(e)].byte)) word_starts_.push_back(edges_[size_t(e)].to);
 }
 
 uint32_t CopySource::Step(uint32_t state, uint8_t byte) const {
@@ -86,7 +105,7 @@ bool CopySource::Contains(std::string_view text) const {
 }
 
 bool MarkCopyTokens(const TokenTrie& trie, const CopySource& source, uint32_t state, bool nonempty, std::string_view close,
-                    std::span<uint32_t> bits, std::span<uint32_t> walk) {
+                    CopySource::End end, std::span<uint32_t> bits, std::span<uint32_t> walk) {
   std::fill(bits.begin(), bits.end(), 0u);
   if (state == CopySource::kDead) return false;
   const TokenTrie::Trie& t = trie.all();
@@ -97,26 +116,42 @@ bool MarkCopyTokens(const TokenTrie& trie, const CopySource& source, uint32_t st
   auto mark = [&](const TokenTrie::Node& node) {
     for (uint32_t k = node.tok_begin; k < node.tok_end; ++k) out[uint32_t(ids[k]) >> 5] |= 1u << (ids[k] & 31), any = true;
   };
-  walk[0] = state;
-  for (uint32_t i = 1; i < t.nodes.size();) {
-    const TokenTrie::Node& node = nodes[i];
-    if (close.find(char(node.byte)) != std::string_view::npos) {
-      // Closing a copy (not an empty one) is as good as continuing it; what
-      // follows the close is the caller's business.
-      if (node.depth > 1 || nonempty)
-        for (uint32_t j = i; j < node.end; ++j) mark(nodes[j]);
-      i = node.end;
-      continue;
+  // One walk over the trie from `from`; with `non_word_first` only the tokens
+  // whose first byte is not a word byte.
+  auto walk_from = [&](uint32_t from, bool non_word_first) {
+    walk[0] = from;
+    for (uint32_t i = 1; i < t.nodes.size();) {
+      const TokenTrie::Node& node = nodes[i];
+      if (non_word_first && node.depth == 1 && CopySource::IsWordByte(node.byte)) {
+        i = node.end;
+        continue;
+      }
+      if (close.find(char(node.byte)) != std::string_view::npos) {
+        // Closing a copy (not an empty one) where the source's span ends is as
+        // good as continuing it; what follows the close is the caller's business.
+        if ((node.depth > 1 || nonempty) && source.Ends(walk[node.depth - 1], end))
+          for (uint32_t j = i; j < node.end; ++j) mark(nodes[j]);
+        i = node.end;
+        continue;
+      }
+      const uint32_t s = node.byte == '\\' ? CopySource::kDead : source.Step(walk[node.depth - 1], node.byte);
+      if (s == CopySource::kDead) {
+        i = node.end;
+        continue;
+      }
+      walk[node.depth] = s;
+      mark(node);
+      ++i;
     }
-    const uint32_t s = node.byte == '\\' ? CopySource::kDead : source.Step(walk[node.depth - 1], node.byte);
-    if (s == CopySource::kDead) {
-      i = node.end;
-      continue;
-    }
-    walk[node.depth] = s;
-    mark(node);
-    ++i;
+  };
+  if (state != CopySource::kRoot) {
+    walk_from(state, false);
+    return any;
   }
+  // A new copy starts where a word starts: after one of the source's non-word
+  // bytes (the walk then follows that byte plus the token's), or with one.
+  walk_from(CopySource::kRoot, true);
+  for (uint32_t from : source.word_start_states()) walk_from(from, false);
   return any;
 }
 

@@ -10,6 +10,13 @@
 // Segments (one per request or result) are joined with a byte that no string
 // content can hold, so no match spans two of them.
 //
+// A copy is a whole span, not a piece of a word: it starts where a word
+// starts in the source (or with a non-word byte) and it ends where a word
+// ends ("p_f54c25" is not closed after "p_f54c2", "End" is not copied out of
+// "Siahend719"); a copied number ends where the source's digits end. Word
+// bytes are ASCII letters and digits, '_' and every byte of a multi-byte
+// UTF-8 character.
+//
 // Build allocates (once per turn, O(source bytes)); Step and MarkCopyTokens
 // do not. The session also uses it for the quoted spans of the reasoning
 // ("name: 'span' -> key", the default model's format).
@@ -28,6 +35,7 @@ class CopySource {
  public:
   static constexpr uint32_t kRoot = 0;           // the empty string: every source admits it
   static constexpr uint32_t kDead = 0xFFFFFFFFu; // no substring of the source
+  enum class End : uint8_t { kWord = 1, kNumber = 2 };  // where a copied string / number may end
 
   // Replaces the source by these segments (bytes as given; ASCII letters are folded).
   void Build(std::span<const std::string_view> segments);
@@ -38,10 +46,22 @@ class CopySource {
   // Is `text` a substring of the source? (Tests and tools.)
   bool Contains(std::string_view text) const;
 
+  // Does some occurrence of the state's strings end where a word (kWord) or
+  // the digits of a number (kNumber) end in the source?
+  bool Ends(uint32_t state, End end) const {
+    return state < ends_.size() && (ends_[state] & uint8_t(end)) != 0;
+  }
+  // The states after one non-word byte of the source (separators included):
+  // a copy that starts from one of them starts where a word starts.
+  std::span<const uint32_t> word_start_states() const { return word_starts_; }
+
   bool empty() const { return states_.size() <= 1; }
   size_t states() const { return states_.size(); }
 
   static uint8_t Fold(uint8_t b) { return (b >= 'A' && b <= 'Z') ? uint8_t(b + ('a' - 'A')) : b; }
+  static bool IsWordByte(uint8_t b) {
+    return (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') || b == '_' || b >= 0x80;
+  }
 
  private:
   struct State {
@@ -60,15 +80,19 @@ class CopySource {
 
   std::vector<State> states_;
   std::vector<Edge> edges_;
+  std::vector<uint8_t> ends_;         // per state: End bits
+  std::vector<uint32_t> word_starts_;
 };
 
 // Marks in `bits` (overwritten, trie mask_words() words) the tokens of `trie`
 // that keep a copy going from `state`: every byte continues it, or the bytes
-// continue it up to one of the `close` bytes and the copy is then not empty
+// continue it up to one of the `close` bytes, the copy is then not empty
 // (`nonempty` says whether it already is; bytes from the close on are not
-// checked). A backslash or control byte ends a copy. `walk` is scratch of at
-// least trie.max_depth() + 1 entries. Returns whether any token was marked.
+// checked) and it ends as `end` asks. From kRoot the first token must also
+// start where a word starts in the source. A backslash or control byte ends a
+// copy. `walk` is scratch of at least trie.max_depth() + 1 entries. Returns
+// whether any token was marked.
 bool MarkCopyTokens(const TokenTrie& trie, const CopySource& source, uint32_t state, bool nonempty, std::string_view close,
-                    std::span<uint32_t> bits, std::span<uint32_t> walk);
+                    CopySource::End end, std::span<uint32_t> bits, std::span<uint32_t> walk);
 
 }  // namespace needle::grammar

@@ -55,6 +55,53 @@ TEST(CopySource, AcceptsExactlyTheSubstringsOfItsSegments) {
   }
 }
 
+// Where a copy may end and start, against brute force over every occurrence.
+TEST(CopySource, KnowsWhereWordsAndNumbersEndAndStart) {
+  SplitMix64 rng(12);
+  auto below = [&](uint32_t n) { return uint32_t(rng.Next() % n); };
+  const std::string alphabet = "aB 1.2_-\xc3\xa9";
+  auto word = [](char c) { return CopySource::IsWordByte(uint8_t(c)); };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<std::string> segments(1 + below(3));
+    for (std::string& s : segments) {
+      const uint32_t n = below(30);
+      for (uint32_t i = 0; i < n; ++i) s.push_back(alphabet[below(uint32_t(alphabet.size()))]);
+    }
+    std::vector<std::string_view> views(segments.begin(), segments.end());
+    CopySource src;
+    src.Build(views);
+    for (int probe = 0; probe < 200; ++probe) {
+      const std::string& seg = segments[below(uint32_t(segments.size()))];
+      if (seg.empty()) continue;
+      const uint32_t a = below(uint32_t(seg.size()));
+      const std::string p = Folded(seg.substr(a, 1 + below(uint32_t(seg.size() - a))));
+      bool ends_word = false, ends_number = false, starts_word = false;
+      for (const std::string& s0 : segments) {
+        const std::string s = Folded(s0);
+        for (size_t at = s.find(p); at != std::string::npos; at = s.find(p, at + 1)) {
+          const size_t q = at + p.size();
+          ends_word |= q == s.size() || !word(s[q]);
+          ends_number |= q == s.size() || (!digit(s[q]) && !(s[q] == '.' && q + 1 < s.size() && digit(s[q + 1])));
+          starts_word |= at == 0 || !word(s[at - 1]);
+        }
+      }
+      uint32_t st = CopySource::kRoot;
+      for (char c : p) st = src.Step(st, uint8_t(c));
+      ASSERT_NE(st, CopySource::kDead);
+      EXPECT_EQ(src.Ends(st, CopySource::End::kWord), ends_word) << "'" << p << "' trial " << trial;
+      EXPECT_EQ(src.Ends(st, CopySource::End::kNumber), ends_number) << "'" << p << "' trial " << trial;
+      bool from_start = false;
+      for (uint32_t from : src.word_start_states()) {
+        uint32_t t = from;
+        for (char c : p) t = src.Step(t, uint8_t(c));
+        from_start |= t != CopySource::kDead;
+      }
+      EXPECT_EQ(from_start, starts_word) << "'" << p << "' trial " << trial;
+    }
+  }
+}
+
 TEST(CopySource, FoldsCaseAndRejectsControlBytes) {
   CopySource src;
   const std::string_view segs[] = {"Give Cora a call", "line one\nline two"};

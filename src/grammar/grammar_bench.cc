@@ -110,7 +110,10 @@ void BM_MaskEmailColdCache(benchmark::State& state) {
 }
 
 // The copy mask in a free-text string, the source a 2 KB conversation.
-void BM_CopyMaskFreeString(benchmark::State& state) {
+// The copy mask inside a copied string (state = one automaton state), and at
+// the start of a value (one walk per non-word byte of the source: a copy
+// starts where a word starts). Source: 2 KB of conversation.
+void CopyMaskBench(benchmark::State& state, const char* prefix) {
   std::string text;
   for (int i = 0; text.size() < 2048; ++i)
     text += "Tell mom I'll be home at " + std::to_string(7 + i % 5) + ", don't wait for dinner! Ref c_" + std::to_string(97000 + i) + ". ";
@@ -119,7 +122,7 @@ void BM_CopyMaskFreeString(benchmark::State& state) {
   src.Build(segments);
   GrammarMatcher m(Grammar(), Trie());
   m.SetCopySource(&src);
-  if (!m.AcceptBytes(R"([{"name":"send_message","arguments":{"body":"I'll be home at)")) {
+  if (!m.AcceptBytes(prefix)) {
     state.SkipWithError("prefix rejected");
     return;
   }
@@ -132,7 +135,14 @@ void BM_CopyMaskFreeString(benchmark::State& state) {
   for (uint32_t w : bits) marked += size_t(__builtin_popcount(w));
   state.counters["marked"] = double(marked);
   state.counters["source_states"] = double(src.states());
+  state.counters["word_starts"] = double(src.word_start_states().size());
   Counters(state);
+}
+void BM_CopyMaskFreeString(benchmark::State& state) {
+  CopyMaskBench(state, R"([{"name":"send_message","arguments":{"body":"I'll be home at)");
+}
+void BM_CopyMaskValueStart(benchmark::State& state) {
+  CopyMaskBench(state, R"([{"name":"send_message","arguments":{"body":")");
 }
 
 BENCHMARK(BM_MaskStart);
@@ -146,6 +156,7 @@ BENCHMARK(BM_MaskDate);
 BENCHMARK(BM_MaskEmail);
 BENCHMARK(BM_MaskEmailColdCache);
 BENCHMARK(BM_CopyMaskFreeString);
+BENCHMARK(BM_CopyMaskValueStart);
 
 // The decode loop over a whole realistic call: mask + accept per token.
 void BM_DecodeCallPerToken(benchmark::State& state) {

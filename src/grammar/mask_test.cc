@@ -193,29 +193,53 @@ namespace {
 
 // The copy mask, against brute force: a token is marked iff its bytes up to
 // a closing quote continue the string's content as a substring of the source
-// (ASCII case folded; a backslash never does), and a quote closes only a
-// non-empty copy. Checked over the whole vocabulary at every step of feeding
-// a copied value, after the copy breaks, and outside strings.
+// (ASCII case folded; a backslash never does) — at an occurrence that starts
+// where a word starts when the copy is new —, and a quote closes only a
+// non-empty copy at an occurrence that ends where a word (a number's digits)
+// ends. Checked over the whole vocabulary at every step of feeding a copied
+// value, after the copy breaks, and outside strings.
 class CopyMaskAgreement : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CopyMaskAgreement, MarksExactlyTheTokensThatKeepACopy) {
   const std::unique_ptr<Tokenizer> tok = MakeTokenizer(GetParam());
   auto trie = std::make_shared<const TokenTrie>(*tok);
   GrammarMatcher m(ToolGrammar::Compile(std::string_view(testing::kFiveTools)), trie);
-  const std::string_view segments[] = {"please send the one file to Ana: \"on the way\"", "{\"id\":\"c_97\"}", "dim to 35 or 3.5"};
+  const std::string_view segments[] = {"please send the one file to Ana: \"on the way\"", "{\"id\":\"c_97\"}", "dim to 35 or 3.5",
+                                       "at 10pm, thesis 42x"};
   CopySource src;
   src.Build(segments);
   m.SetCopySource(&src);
   std::vector<uint32_t> bits(trie->mask_words());
   std::string close = "\"";
+  bool number = false;
+  auto word = [](char c) { return CopySource::IsWordByte(uint8_t(c)); };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  // Some occurrence of `typed` (folded) that starts where a word starts (when
+  // `start` asks) and ends as the value's kind needs (when `closing`).
+  auto occurs = [&](const std::string& typed, bool start, bool closing) {
+    std::string probe = typed;
+    for (char& c : probe) c = char(CopySource::Fold(uint8_t(c)));
+    for (std::string_view seg : segments) {
+      std::string text(seg);
+      for (char& c : text) c = char(CopySource::Fold(uint8_t(c)));
+      for (size_t p = text.find(probe); p != std::string::npos; p = text.find(probe, p + 1)) {
+        const size_t q = p + probe.size();
+        const bool starts = p == 0 || !word(text[p - 1]) || probe.empty() || !word(probe[0]);
+        const bool ends = number ? q >= text.size() || (!digit(text[q]) && !(text[q] == '.' && q + 1 < text.size() && digit(text[q + 1])))
+                                 : q >= text.size() || !word(text[q]);
+        if ((!start || starts) && (!closing || ends)) return true;
+      }
+    }
+    return false;
+  };
   auto expected = [&](const std::string& content, int32_t id) {
     if (!trie->Eligible(id)) return false;
     std::string typed = content;
     for (char c : trie->Bytes(id)) {
-      if (close.find(c) != std::string::npos) return !typed.empty();
+      if (close.find(c) != std::string::npos) return !typed.empty() && occurs(typed, content.empty(), true);
       if (c == '\\') return false;
       typed.push_back(c);
-      if (!src.Contains(typed)) return false;
+      if (!occurs(typed, content.empty(), false)) return false;
     }
     return true;
   };
@@ -254,6 +278,7 @@ TEST_P(CopyMaskAgreement, MarksExactlyTheTokensThatKeepACopy) {
   check("", false, "between properties");
   // Numbers copy digits; they end at the byte after them.
   close = ",}] ";
+  number = true;
   m.Reset();
   ASSERT_TRUE(m.AcceptBytes(R"([{"name":"set_lights","arguments":{"state":"on","brightness":)"));
   content.clear();
@@ -265,6 +290,22 @@ TEST_P(CopyMaskAgreement, MarksExactlyTheTokensThatKeepACopy) {
   }
   ASSERT_TRUE(m.AcceptBytes("}"));
   check("", false, "after the number");
+  // A number inside a word ("42x") ends there; "3" of "3.5" does not end.
+  for (const char* digits : {"4", "42", "3", "10"}) {
+    m.Reset();
+    ASSERT_TRUE(m.AcceptBytes(R"([{"name":"set_lights","arguments":{"state":"on","brightness":)"));
+    ASSERT_TRUE(m.AcceptBytes(digits));
+    check(digits, true, std::string("number '") + digits + "'");
+  }
+  // Strings: "thesis" may not be closed after "the", "one" may.
+  number = false;
+  close = "\"";
+  for (const char* typed : {"the", "thesis", "one", "c_9", "c_97", "pm", "10pm"}) {
+    m.Reset();
+    ASSERT_TRUE(m.AcceptBytes(R"([{"name":"send_message","arguments":{"to":")"));
+    ASSERT_TRUE(m.AcceptBytes(typed));
+    check(typed, true, std::string("value '") + typed + "'");
+  }
   // Without a source nothing is marked.
   m.SetCopySource(nullptr);
   m.Reset();

@@ -632,10 +632,10 @@ bool GrammarMatcher::ComputeCopyMask(std::span<uint32_t> bits) {
   const Node& n = grammar_->nodes[top.node];
   if (n.kind == NodeKind::kNumber) {
     // Digits copied from the conversation ("12 minutes" -> 12); a number ends at the byte after it.
-    return MarkCopyTokens(*trie_, *copy_, top.v, top.phase > 0, ",}] ", bits, copy_walk_);
+    return MarkCopyTokens(*trie_, *copy_, top.v, top.phase > 0, ",}] ", CopySource::End::kNumber, bits, copy_walk_);
   }
   if (n.kind != NodeKind::kString || !n.generic_string || top.phase != 1 || top.a != 0) return false;
-  return MarkCopyTokens(*trie_, *copy_, uint32_t(top.z), top.v > 0, "\"", bits, copy_walk_);
+  return MarkCopyTokens(*trie_, *copy_, uint32_t(top.z), top.v > 0, "\"", CopySource::End::kWord, bits, copy_walk_);
 }
 
 bool GrammarMatcher::ComputeMask(uint32_t* bits) {
