@@ -1,5 +1,6 @@
 #include "agent/envelope.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -65,6 +66,21 @@ double PeakRssMb() {
   }
   std::fclose(f);
   return mb;
+}
+
+void DropRepeatedCalls(Envelope& env) {
+  std::vector<nlohmann::json> seen;  // nlohmann::json sorts keys: order-free comparison
+  nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+  for (const auto& call : env.function_calls) {
+    nlohmann::json canonical = nlohmann::json::parse(call.dump());
+    if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) continue;
+    seen.push_back(std::move(canonical));
+    kept.push_back(call);
+  }
+  if (kept.size() == env.function_calls.size()) return;
+  env.warnings.push_back("dropped " + std::to_string(env.function_calls.size() - kept.size()) +
+                         " repeated call(s): the same name and arguments as an earlier call of this turn");
+  env.function_calls = std::move(kept);
 }
 
 }  // namespace needle

@@ -41,6 +41,12 @@ struct Envelope {
 
 Envelope ErrorEnvelope(ErrorCode code, const std::string& message);
 
+// Drops the calls that repeat an earlier call of the same turn (same name and
+// arguments, key order aside), keeping the first, and adds a warning when it
+// drops any. A looping model writes a call twice; no request means that, and
+// running it twice can do harm (two payments, two messages).
+void DropRepeatedCalls(Envelope& env);
+
 // Peak resident memory of the process (VmHWM) in MB, 0 when unknown.
 double PeakRssMb();
 

@@ -513,6 +513,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     return err;
   }
   env.function_calls = nlohmann::ordered_json::parse(call_text);
+  DropRepeatedCalls(env);
   if (!env.function_calls.empty()) {
     env.type = EnvelopeType::kCall;
   } else {

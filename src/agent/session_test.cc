@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "agent/testing/agent_archives.h"
+#include "grammar/copy_source.h"  // CopySource::IsWordByte
 #include "grammar/validate.h"
 #include "io/tokenizer_blob.h"  // kThinkEndId, kToolCallId
 
@@ -28,6 +29,11 @@ void ExpectWellFormed(const Envelope& e) {
   }
   EXPECT_TRUE(j["function_calls"].is_array());
   EXPECT_EQ(j["success"].get<bool>(), j["type"] != "error");
+  // No call twice in one turn (DropRepeatedCalls).
+  std::vector<nlohmann::json> calls;
+  for (const auto& c : j["function_calls"]) calls.push_back(nlohmann::json::parse(c.dump()));
+  for (size_t a = 0; a < calls.size(); ++a)
+    for (size_t b = a + 1; b < calls.size(); ++b) EXPECT_NE(calls[a], calls[b]) << e.Dump();
 }
 
 SessionOptions Small() {
@@ -383,13 +389,24 @@ TEST(Session, InfiniteCopyBiasCopiesFromTheConversation) {
   values(INFINITY, &copied);
   values(0.0f, &free);
   // (An empty value is the grammar's completion when a call runs out of budget.)
+  // Copies are whole spans: they start and end where words do in the source.
+  auto word = [](char c) { return grammar::CopySource::IsWordByte(uint8_t(c)); };
+  auto whole_span = [&](const std::string& text, const std::string& value) {
+    const std::string t = Lower(text), v = Lower(value);
+    for (size_t at = t.find(v); at != std::string::npos; at = t.find(v, at + 1)) {
+      const size_t end = at + v.size();
+      if ((at == 0 || !word(t[at - 1]) || !word(v[0])) && (end == t.size() || !word(t[end]))) return true;
+    }
+    return false;
+  };
   size_t nonempty = 0;
   for (const auto& [value, source] : copied) {
     if (value.empty()) continue;
     ++nonempty;
     EXPECT_NE(Lower(source).find(Lower(value)), std::string::npos) << "'" << value << "' is not copied from: " << source;
+    EXPECT_TRUE(whole_span(source, value)) << "'" << value << "' is not a whole span of: " << source;
   }
-  EXPECT_GE(nonempty, 10u);
+  EXPECT_GE(nonempty, 8u);  // (repeated calls are dropped: fewer values than calls)
   size_t free_nonempty = 0;
   for (const auto& [value, source] : free) free_nonempty += !value.empty();
   EXPECT_LT(free_nonempty, nonempty) << "left alone, this random model closes its strings at once";

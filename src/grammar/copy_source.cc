@@ -7,6 +7,8 @@ namespace {
 // Joins segments: string content never holds a byte below 0x20 (the grammar
 // rejects raw control bytes), so no copy can run across a separator.
 constexpr uint8_t kSeparator = 0x01;
+// Stands before every word start of the source text (never in content).
+constexpr uint8_t kWordStart = 0x02;
 }  // namespace
 
 int32_t CopySource::Find(uint32_t state, uint8_t byte) const {
@@ -23,7 +25,7 @@ void CopySource::AddEdge(uint32_t from, uint8_t byte, uint32_t to) {
 // The standard online construction (one new state per byte, clones on demand).
 void CopySource::Extend(uint8_t byte, uint32_t* last) {
   const uint32_t cur = uint32_t(states_.size());
-  states_.push_back({states_[*last].len + 1, -1, -1});
+  states_.push_back({states_[*last].len + 1, -1, -1, byte});
   int32_t p = int32_t(*last);
   while (p >= 0 && Find(uint32_t(p), byte) < 0) {
     AddEdge(uint32_t(p), byte, cur);
@@ -37,7 +39,7 @@ void CopySource::Extend(uint8_t byte, uint32_t* last) {
       states_[cur].link = int32_t(q);
     } else {
       const uint32_t clone = uint32_t(states_.size());
-      states_.push_back({states_[size_t(p)].len + 1, states_[q].link, -1});
+      states_.push_back({states_[size_t(p)].len + 1, states_[q].link, -1, byte});
       for (int32_t e = states_[q].edges; e >= 0; e = edges_[size_t(e)].next) AddEdge(clone, edges_[size_t(e)].byte, edges_[size_t(e)].to);
       // Redirect p's chain from q to the clone; the edges are found again by byte.
       for (; p >= 0; p = states_[size_t(p)].link) {
@@ -54,30 +56,35 @@ void CopySource::Extend(uint8_t byte, uint32_t* last) {
 }
 
 void CopySource::Build(std::span<const std::string_view> segments) {
-  // The folded text, every segment behind a separator (so a segment's first
-  // word starts after a non-word byte like every other word).
+  // The folded text: every segment behind a separator, a word-start marker
+  // before every word byte that follows a non-word byte.
   std::vector<uint8_t> text;
   for (std::string_view s : segments) {
     text.push_back(kSeparator);
     for (char c : s) {
-      const uint8_t b = Fold(uint8_t(c));
-      text.push_back(b < 0x20 ? kSeparator : b);
+      uint8_t b = Fold(uint8_t(c));
+      if (b < 0x20) b = kSeparator;
+      if (IsWordByte(b) && !IsWordByte(text.back())) text.push_back(kWordStart);
+      text.push_back(b);
     }
   }
   states_.clear();
   edges_.clear();
-  word_starts_.clear();
   states_.reserve(2 * text.size() + 1);
   edges_.reserve(3 * text.size() + 1);
-  states_.push_back({0, -1, -1});
+  states_.push_back({0, -1, -1, 0});
   ends_.assign(2 * text.size() + 1, 0);
   uint32_t last = 0;
   auto digit = [](uint8_t b) { return b >= '0' && b <= '9'; };
   for (size_t i = 0; i < text.size(); ++i) {
     Extend(text[i], &last);
-    // What follows this occurrence decides how a copy ending here ends.
-    const uint8_t next = i + 1 < text.size() ? text[i + 1] : kSeparator;
-    const bool decimal = next == '.' && i + 2 < text.size() && digit(text[i + 2]);
+    // What follows this occurrence (markers skipped) decides how a copy ending here ends.
+    size_t n = i + 1;
+    if (n < text.size() && text[n] == kWordStart) ++n;
+    const uint8_t next = n < text.size() ? text[n] : kSeparator;
+    size_t after = n + 1;  // the byte after a '.', markers skipped
+    if (after < text.size() && text[after] == kWordStart) ++after;
+    const bool decimal = next == '.' && after < text.size() && digit(text[after]);
     ends_[last] = uint8_t((IsWordByte(next) ? 0 : uint8_t(End::kWord)) | (digit(next) || decimal ? 0 : uint8_t(End::kNumber)));
   }
   ends_.resize(states_.size());
@@ -88,13 +95,18 @@ void CopySource::Build(std::span<const std::string_view> segments) {
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return states_[a].len > states_[b].len; });
   for (uint32_t st : order)
     if (states_[st].link >= 0) ends_[size_t(states_[st].link)] |= ends_[st];
-  for (int32_t e = states_[0].edges; e >= 0; e = edges_[size_t(e)].next)
-    if (!IsWordByte(edges_[size_t(e)].byte)) word_starts_.push_back(edges_[size_t(e)].to);
 }
 
 uint32_t CopySource::Step(uint32_t state, uint8_t byte) const {
   if (state == kDead || state >= states_.size() || byte < 0x20) return kDead;
-  const int32_t to = Find(state, Fold(byte));
+  const uint8_t b = Fold(byte);
+  // A word byte after a non-word byte (or first) starts a word: the source's must too.
+  if (IsWordByte(b) && !IsWordByte(states_[state].last)) {
+    const int32_t marked = Find(state, kWordStart);
+    if (marked < 0) return kDead;
+    state = uint32_t(marked);
+  }
+  const int32_t to = Find(state, b);
   return to < 0 ? kDead : uint32_t(to);
 }
 
@@ -116,42 +128,26 @@ bool MarkCopyTokens(const TokenTrie& trie, const CopySource& source, uint32_t st
   auto mark = [&](const TokenTrie::Node& node) {
     for (uint32_t k = node.tok_begin; k < node.tok_end; ++k) out[uint32_t(ids[k]) >> 5] |= 1u << (ids[k] & 31), any = true;
   };
-  // One walk over the trie from `from`; with `non_word_first` only the tokens
-  // whose first byte is not a word byte.
-  auto walk_from = [&](uint32_t from, bool non_word_first) {
-    walk[0] = from;
-    for (uint32_t i = 1; i < t.nodes.size();) {
-      const TokenTrie::Node& node = nodes[i];
-      if (non_word_first && node.depth == 1 && CopySource::IsWordByte(node.byte)) {
-        i = node.end;
-        continue;
-      }
-      if (close.find(char(node.byte)) != std::string_view::npos) {
-        // Closing a copy (not an empty one) where the source's span ends is as
-        // good as continuing it; what follows the close is the caller's business.
-        if ((node.depth > 1 || nonempty) && source.Ends(walk[node.depth - 1], end))
-          for (uint32_t j = i; j < node.end; ++j) mark(nodes[j]);
-        i = node.end;
-        continue;
-      }
-      const uint32_t s = node.byte == '\\' ? CopySource::kDead : source.Step(walk[node.depth - 1], node.byte);
-      if (s == CopySource::kDead) {
-        i = node.end;
-        continue;
-      }
-      walk[node.depth] = s;
-      mark(node);
-      ++i;
+  walk[0] = state;
+  for (uint32_t i = 1; i < t.nodes.size();) {
+    const TokenTrie::Node& node = nodes[i];
+    if (close.find(char(node.byte)) != std::string_view::npos) {
+      // Closing a copy (not an empty one) where the source's span ends is as
+      // good as continuing it; what follows the close is the caller's business.
+      if ((node.depth > 1 || nonempty) && source.Ends(walk[node.depth - 1], end))
+        for (uint32_t j = i; j < node.end; ++j) mark(nodes[j]);
+      i = node.end;
+      continue;
     }
-  };
-  if (state != CopySource::kRoot) {
-    walk_from(state, false);
-    return any;
+    const uint32_t s = node.byte == '\\' ? CopySource::kDead : source.Step(walk[node.depth - 1], node.byte);
+    if (s == CopySource::kDead) {
+      i = node.end;
+      continue;
+    }
+    walk[node.depth] = s;
+    mark(node);
+    ++i;
   }
-  // A new copy starts where a word starts: after one of the source's non-word
-  // bytes (the walk then follows that byte plus the token's), or with one.
-  walk_from(CopySource::kRoot, true);
-  for (uint32_t from : source.word_start_states()) walk_from(from, false);
   return any;
 }
 

@@ -10,12 +10,14 @@
 // Segments (one per request or result) are joined with a byte that no string
 // content can hold, so no match spans two of them.
 //
-// A copy is a whole span, not a piece of a word: it starts where a word
-// starts in the source (or with a non-word byte) and it ends where a word
-// ends ("p_f54c25" is not closed after "p_f54c2", "End" is not copied out of
-// "Siahend719"); a copied number ends where the source's digits end. Word
-// bytes are ASCII letters and digits, '_' and every byte of a multi-byte
-// UTF-8 character.
+// A copy is a whole span, not a piece of a word: every word in it starts
+// where a word starts in the source ("End" is not copied out of
+// "Siahend719"), and it may end only where a word ends ("p_f54c25" is not
+// closed after "p_f54c2"); a copied number ends where the source's digits
+// end. Word bytes are ASCII letters and digits, '_' and every byte of a
+// multi-byte UTF-8 character. (The automaton is built over the text with a
+// marker byte before each word start; Step takes the marker itself before a
+// word byte that follows a non-word byte, so the anchoring costs nothing.)
 //
 // Build allocates (once per turn, O(source bytes)); Step and MarkCopyTokens
 // do not. The session also uses it for the quoted spans of the reasoning
@@ -43,7 +45,8 @@ class CopySource {
 
   // The state after one more byte (ASCII letters folded); kDead stays kDead.
   uint32_t Step(uint32_t state, uint8_t byte) const;
-  // Is `text` a substring of the source? (Tests and tools.)
+  // Is `text` a substring of the source that starts where a word starts (or
+  // with a non-word byte)? (Tests and tools.)
   bool Contains(std::string_view text) const;
 
   // Does some occurrence of the state's strings end where a word (kWord) or
@@ -51,9 +54,6 @@ class CopySource {
   bool Ends(uint32_t state, End end) const {
     return state < ends_.size() && (ends_[state] & uint8_t(end)) != 0;
   }
-  // The states after one non-word byte of the source (separators included):
-  // a copy that starts from one of them starts where a word starts.
-  std::span<const uint32_t> word_start_states() const { return word_starts_; }
 
   bool empty() const { return states_.size() <= 1; }
   size_t states() const { return states_.size(); }
@@ -68,6 +68,7 @@ class CopySource {
     uint32_t len;    // longest string ending here
     int32_t link;    // suffix link (-1 at the root)
     int32_t edges;   // first outgoing edge in edges_, -1 for none
+    uint8_t last;    // the byte every string of this state ends with (0 at the root)
   };
   struct Edge {
     uint8_t byte;
@@ -80,16 +81,14 @@ class CopySource {
 
   std::vector<State> states_;
   std::vector<Edge> edges_;
-  std::vector<uint8_t> ends_;         // per state: End bits
-  std::vector<uint32_t> word_starts_;
+  std::vector<uint8_t> ends_;  // per state: End bits
 };
 
 // Marks in `bits` (overwritten, trie mask_words() words) the tokens of `trie`
 // that keep a copy going from `state`: every byte continues it, or the bytes
 // continue it up to one of the `close` bytes, the copy is then not empty
 // (`nonempty` says whether it already is; bytes from the close on are not
-// checked) and it ends as `end` asks. From kRoot the first token must also
-// start where a word starts in the source. A backslash or control byte ends a
+// checked) and it ends as `end` asks. A backslash or control byte ends a
 // copy. `walk` is scratch of at least trie.max_depth() + 1 entries. Returns
 // whether any token was marked.
 bool MarkCopyTokens(const TokenTrie& trie, const CopySource& source, uint32_t state, bool nonempty, std::string_view close,

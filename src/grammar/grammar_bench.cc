@@ -111,8 +111,7 @@ void BM_MaskEmailColdCache(benchmark::State& state) {
 
 // The copy mask in a free-text string, the source a 2 KB conversation.
 // The copy mask inside a copied string (state = one automaton state), and at
-// the start of a value (one walk per non-word byte of the source: a copy
-// starts where a word starts). Source: 2 KB of conversation.
+// the start of a value. Source: 2 KB of conversation.
 void CopyMaskBench(benchmark::State& state, const char* prefix) {
   std::string text;
   for (int i = 0; text.size() < 2048; ++i)
@@ -135,7 +134,6 @@ void CopyMaskBench(benchmark::State& state, const char* prefix) {
   for (uint32_t w : bits) marked += size_t(__builtin_popcount(w));
   state.counters["marked"] = double(marked);
   state.counters["source_states"] = double(src.states());
-  state.counters["word_starts"] = double(src.word_start_states().size());
   Counters(state);
 }
 void BM_CopyMaskFreeString(benchmark::State& state) {

@@ -193,8 +193,8 @@ namespace {
 
 // The copy mask, against brute force: a token is marked iff its bytes up to
 // a closing quote continue the string's content as a substring of the source
-// (ASCII case folded; a backslash never does) — at an occurrence that starts
-// where a word starts when the copy is new —, and a quote closes only a
+// (ASCII case folded; a backslash never does) at an occurrence that starts
+// where a word starts, and a quote closes only a
 // non-empty copy at an occurrence that ends where a word (a number's digits)
 // ends. Checked over the whole vocabulary at every step of feeding a copied
 // value, after the copy breaks, and outside strings.
@@ -214,9 +214,9 @@ TEST_P(CopyMaskAgreement, MarksExactlyTheTokensThatKeepACopy) {
   bool number = false;
   auto word = [](char c) { return CopySource::IsWordByte(uint8_t(c)); };
   auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  // Some occurrence of `typed` (folded) that starts where a word starts (when
-  // `start` asks) and ends as the value's kind needs (when `closing`).
-  auto occurs = [&](const std::string& typed, bool start, bool closing) {
+  // Some occurrence of `typed` (folded) that starts where a word starts (or
+  // with a non-word byte) and ends as the value's kind needs (when `closing`).
+  auto occurs = [&](const std::string& typed, bool closing) {
     std::string probe = typed;
     for (char& c : probe) c = char(CopySource::Fold(uint8_t(c)));
     for (std::string_view seg : segments) {
@@ -227,7 +227,7 @@ TEST_P(CopyMaskAgreement, MarksExactlyTheTokensThatKeepACopy) {
         const bool starts = p == 0 || !word(text[p - 1]) || probe.empty() || !word(probe[0]);
         const bool ends = number ? q >= text.size() || (!digit(text[q]) && !(text[q] == '.' && q + 1 < text.size() && digit(text[q + 1])))
                                  : q >= text.size() || !word(text[q]);
-        if ((!start || starts) && (!closing || ends)) return true;
+        if (starts && (!closing || ends)) return true;
       }
     }
     return false;
@@ -236,10 +236,10 @@ TEST_P(CopyMaskAgreement, MarksExactlyTheTokensThatKeepACopy) {
     if (!trie->Eligible(id)) return false;
     std::string typed = content;
     for (char c : trie->Bytes(id)) {
-      if (close.find(c) != std::string::npos) return !typed.empty() && occurs(typed, content.empty(), true);
+      if (close.find(c) != std::string::npos) return !typed.empty() && occurs(typed, true);
       if (c == '\\') return false;
       typed.push_back(c);
-      if (!occurs(typed, content.empty(), false)) return false;
+      if (!occurs(typed, false)) return false;
     }
     return true;
   };

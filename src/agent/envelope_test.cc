@@ -1,0 +1,39 @@
+#include "agent/envelope.h"
+
+#include <gtest/gtest.h>
+
+namespace needle {
+namespace {
+
+using nlohmann::ordered_json;
+
+TEST(Envelope, DropRepeatedCallsKeepsTheFirstOfEach) {
+  Envelope e;
+  e.type = EnvelopeType::kCall;
+  e.function_calls = ordered_json::parse(R"([
+    {"name":"pay","arguments":{"to":"Ana","amount":20}},
+    {"name":"pay","arguments":{"amount":20,"to":"Ana"}},
+    {"name":"pay","arguments":{"to":"Ana","amount":21}},
+    {"name":"note","arguments":{"to":"Ana","amount":20}},
+    {"name":"pay","arguments":{"to":"Ana","amount":20}}])");
+  DropRepeatedCalls(e);
+  ASSERT_EQ(e.function_calls.size(), 3u);
+  EXPECT_EQ(e.function_calls[0].dump(), R"({"name":"pay","arguments":{"to":"Ana","amount":20}})");
+  EXPECT_EQ(e.function_calls[1]["arguments"]["amount"], 21);
+  EXPECT_EQ(e.function_calls[2]["name"], "note");
+  ASSERT_EQ(e.warnings.size(), 1u);
+  EXPECT_NE(e.warnings[0].find("dropped 2 repeated call(s)"), std::string::npos) << e.warnings[0];
+
+  Envelope distinct;
+  distinct.function_calls = ordered_json::parse(R"([{"name":"a","arguments":{}},{"name":"b","arguments":{}}])");
+  DropRepeatedCalls(distinct);
+  EXPECT_EQ(distinct.function_calls.size(), 2u);
+  EXPECT_TRUE(distinct.warnings.empty());
+  Envelope none;
+  DropRepeatedCalls(none);
+  EXPECT_TRUE(none.function_calls.empty());
+  EXPECT_TRUE(none.warnings.empty());
+}
+
+}  // namespace
+}  // namespace needle
