@@ -353,4 +353,33 @@ TEST(Cli, EvalReportsEveryMetric) {
   EXPECT_GT(roll["ids"].size(), roll["sink"].get<size_t>());
 }
 
+// The long-session report pairs each case's turn 1 with its late turn: the
+// pair counts must reproduce both turns' exact and tool-selection rates.
+TEST(Cli, EvalLongSessionPairsEachCase) {
+  const std::string data = TempDir() + "/long.jsonl";
+  ASSERT_EQ(RunNeedle("generate-data --num 10 --seed 5 --split test --max-tools 4 --out " + data).code, 0);
+  // The embedded default model, so some turns are right and some wrong.
+  const Result r = RunNeedle("eval --data " + data + " --long-session 3 --jobs 2 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto ls = nlohmann::json::parse(r.out)["long_session"];
+  const auto& t1 = ls["turn_1"];
+  const auto& tN = ls["turn_5"];
+  const int n = t1["turns"].get<int>();
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(tN["turns"].get<int>(), n);
+  for (const auto& [metric, pair_key] : {std::pair{"exact_call", "paired_exact_call"}, std::pair{"tool_selection", "paired_tool_selection"}}) {
+    const auto& p = ls[pair_key];
+    const int both = p["both"], lost = p["lost"], gained = p["gained"], neither = p["neither"];
+    EXPECT_EQ(p["pairs"].get<int>(), n) << metric;
+    EXPECT_EQ(both + lost + gained + neither, n) << metric;
+    EXPECT_NEAR(100.0 * (both + lost) / n, t1[metric].get<double>(), 0.051) << metric;
+    EXPECT_NEAR(100.0 * (both + gained) / n, tN[metric].get<double>(), 0.051) << metric;
+    EXPECT_NEAR(p["difference_points"].get<double>(), 100.0 * (gained - lost) / n, 0.051) << metric;
+    EXPECT_LE(p["ci95_points"][0].get<double>(), p["difference_points"].get<double>()) << metric;
+    EXPECT_GE(p["ci95_points"][1].get<double>(), p["difference_points"].get<double>()) << metric;
+    EXPECT_GT(p["mcnemar_p"].get<double>(), 0.0) << metric;
+    EXPECT_LE(p["mcnemar_p"].get<double>(), 1.0) << metric;
+  }
+}
+
 }  // namespace

@@ -17,6 +17,7 @@
 #include "args.h"
 #include "base/error.h"
 #include "commands.h"
+#include "paired_outcomes.h"
 
 namespace needle::cli {
 namespace {
@@ -91,6 +92,11 @@ std::vector<std::string> Names(const json& calls) {
   return n;
 }
 
+// What one turn got right, for the paired long-session comparison.
+struct TurnOutcome {
+  bool exact = false, selection = false;
+};
+
 struct Score {
   uint64_t turns = 0, exact = 0, selection = 0, valid = 0, errors = 0;
   uint64_t gold_refuse = 0, pred_refuse = 0, both_refuse = 0;
@@ -103,7 +109,7 @@ struct Score {
   uint64_t bin_n[10] = {};
   double bin_conf[10] = {}, bin_acc[10] = {};
 
-  void Add(const Envelope& e, const json& want, bool first) {
+  TurnOutcome Add(const Envelope& e, const json& want, bool first) {
     ++turns;
     const json got = json::parse(e.function_calls.dump());
     const bool ok = e.success();
@@ -115,7 +121,8 @@ struct Score {
       ++session_turns, session_exact += exact;
     }
     if (ok) ++valid; else ++errors;
-    if (ok && Names(got) == Names(want)) ++selection;
+    const bool selected = ok && Names(got) == Names(want);
+    selection += selected;
     if (ok) CountArguments(got, want, &arg_right, &arg_predicted, &arg_expected);
     const bool gr = want.empty(), pr = ok && got.empty();
     gold_refuse += gr, pred_refuse += pr, both_refuse += gr && pr;
@@ -127,6 +134,7 @@ struct Score {
       const int b = std::min(9, static_cast<int>(*e.confidence * 10));
       ++bin_n[b], bin_conf[b] += *e.confidence, bin_acc[b] += exact;
     }
+    return {exact, selected};
   }
   void Merge(const Score& o) {
     turns += o.turns, exact += o.exact, selection += o.selection, valid += o.valid, errors += o.errors;
@@ -167,6 +175,18 @@ struct Score {
   }
 };
 
+// Case-by-case change from turn 1 to the late turn: how many cases flipped
+// each way, the difference with its 95% interval, and the exact McNemar p.
+ojson PairedReport(const PairedOutcomes& p) {
+  double lo, hi;
+  p.Interval95(&lo, &hi);
+  auto r1 = [](double v) { return std::round(v * 10) / 10; };
+  return ojson{{"pairs", p.pairs()},       {"both", p.both},
+               {"lost", p.lost},           {"gained", p.gained},
+               {"neither", p.neither},     {"difference_points", r1(p.DifferencePoints())},
+               {"ci95_points", {r1(lo), r1(hi)}}, {"mcnemar_p", std::round(p.McNemarP() * 1e4) / 1e4}};
+}
+
 // Other traffic for the long-session check: requests that fit no tool in
 // particular, answered by the model like any turn.
 const char* kTraffic[] = {
@@ -183,7 +203,8 @@ int RunEval(int argc, char** argv) {
             "(same tool names), refusal precision/recall, schema_valid, confidence ECE. Session\n"
             "examples (`turns`) are played turn by turn with the gold tool results. With\n"
             "--long-session N each single-turn example is asked at turn 1 and again after N\n"
-            "turns of other traffic in the same session.",
+            "turns of other traffic in the same session, and the two are compared case by case\n"
+            "(cases lost and gained, the difference with its 95% interval, McNemar's exact p).",
             {{"data", "FILE", "JSONL examples (required)"},
              {"model", "FILE", "model archive (default: $NEEDLE_MODEL, else the embedded model)"},
              {"limit", "N", "first N examples only"},
@@ -228,24 +249,26 @@ int RunEval(int argc, char** argv) {
 
   std::mutex mu;
   Score total, turn1, turn_late;
+  PairedOutcomes paired_exact, paired_selection;  // turn 1 vs the late turn, case by case
   std::vector<std::string> failures, rollouts, predictions;
   const bool want_rollouts = args.Has("rollouts"), want_preds = args.Has("out");
   std::atomic<size_t> next{0}, done{0};
   const auto t0 = std::chrono::steady_clock::now();
   auto worker = [&]() {
     Score local, l1, lN;
+    PairedOutcomes p_exact, p_selection;
     std::vector<std::string> fails, rolls, preds;
     for (size_t i; (i = next++) < examples.size();) {
       const ojson& ex = examples[i];
       Session s(model, opt);
       size_t turn = 0;
       auto record = [&](const Envelope& e, const ojson& want, bool first, Score& sc, const std::string& q) {
-        sc.Add(e, json::parse(want.dump()), first);
-        const bool exact = e.success() && SameCalls(json::parse(e.function_calls.dump()), json::parse(want.dump()));
-        const std::string line = ojson{{"index", i}, {"turn", turn++}, {"input", q}, {"exact", exact}, {"want", want}, {"got", e.ToJson()}}
+        const TurnOutcome o = sc.Add(e, json::parse(want.dump()), first);
+        const std::string line = ojson{{"index", i}, {"turn", turn++}, {"input", q}, {"exact", o.exact}, {"want", want}, {"got", e.ToJson()}}
                                      .dump(-1, ' ', false, ojson::error_handler_t::replace);
         if (want_preds) preds.push_back(line);
-        if (!exact) fails.push_back(line);
+        if (!o.exact) fails.push_back(line);
+        return o;
       };
       try {
         s.SetTools(ex["tools"]);
@@ -279,14 +302,16 @@ int RunEval(int argc, char** argv) {
           record(e, t.value("answers", ojson::array()), false, local, input);
         }
       } else if (long_session > 0) {
-        l1.Add(first, json::parse(answers.dump()), true);
+        const TurnOutcome o1 = l1.Add(first, json::parse(answers.dump()), true);
         for (long long k = 0; k < long_session; ++k) {
           const Envelope e = s.Complete(s.last_type() == EnvelopeType::kCall ? R"({"status":"ok"})" : kTraffic[k % 10]);
           (void)e;
         }
         // Recorded like any turn (--out, --failures), numbered by its place in the session.
         turn = static_cast<size_t>(long_session) + 1;
-        record(s.Query(q), answers, true, lN, q);
+        const TurnOutcome oN = record(s.Query(q), answers, true, lN, q);
+        p_exact.Add(o1.exact, oN.exact);
+        p_selection.Add(o1.selection, oN.selection);
       }
       const size_t d = ++done;
       if (d % 5 == 0 || d == examples.size()) {
@@ -299,6 +324,7 @@ int RunEval(int argc, char** argv) {
     }
     std::lock_guard<std::mutex> lock(mu);
     total.Merge(local), turn1.Merge(l1), turn_late.Merge(lN);
+    paired_exact.Merge(p_exact), paired_selection.Merge(p_selection);
     failures.insert(failures.end(), fails.begin(), fails.end());
     rollouts.insert(rollouts.end(), rolls.begin(), rolls.end());
     predictions.insert(predictions.end(), preds.begin(), preds.end());
@@ -314,7 +340,9 @@ int RunEval(int argc, char** argv) {
   if (long_session > 0) {
     report["long_session"] = {{"turns_between", long_session},
                               {"turn_1", turn1.Report()},
-                              {"turn_" + std::to_string(long_session + 2), turn_late.Report()}};
+                              {"turn_" + std::to_string(long_session + 2), turn_late.Report()},
+                              {"paired_exact_call", PairedReport(paired_exact)},
+                              {"paired_tool_selection", PairedReport(paired_selection)}};
   }
   const std::string text = report.dump(2);
   if (!args.Has("json")) {
