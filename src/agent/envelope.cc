@@ -68,6 +68,23 @@ double PeakRssMb() {
   return mb;
 }
 
+uint32_t PlannedCalls(std::string_view reasoning) {
+  uint32_t calls = 1;
+  bool in_span = false;  // a span opens at a quote after a space and closes at the next quote
+  char prev = ' ';
+  for (char c : reasoning) {
+    if (in_span) {
+      in_span = c != '\'';
+    } else if (c == '\'' && prev == ' ') {
+      in_span = true;
+    } else if (c == '|' && prev == ' ') {
+      ++calls;
+    }
+    prev = c;
+  }
+  return calls;
+}
+
 void DropRepeatedCalls(Envelope& env) {
   std::vector<nlohmann::json> seen;  // nlohmann::json sorts keys: order-free comparison
   nlohmann::ordered_json kept = nlohmann::ordered_json::array();

@@ -9,8 +9,10 @@
 // result) and "warnings" (schema keywords ignored by the grammar, SPEC §9).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -46,6 +48,11 @@ Envelope ErrorEnvelope(ErrorCode code, const std::string& message);
 // drops any. A looping model writes a call twice; no request means that, and
 // running it twice can do harm (two payments, two messages).
 void DropRepeatedCalls(Envelope& env);
+
+// The number of calls a reasoning plans: one per segment, segments joined by
+// " | " outside the quoted spans ("a: 'x' -> k | b: no arguments needed" plans
+// 2; the model sometimes drops the space after the bar, so " |" counts).
+uint32_t PlannedCalls(std::string_view reasoning);
 
 // Peak resident memory of the process (VmHWM) in MB, 0 when unknown.
 double PeakRssMb();

@@ -184,6 +184,17 @@ int32_t Session::ArgmaxWithBonus(const uint32_t* allowed, const uint32_t* bonus,
   return best;
 }
 
+void Session::SpendNameScore(int32_t tool) {
+  if (tool < 0 || size_t(tool) >= name_spent_.size()) return;
+  name_spent_[size_t(tool)] = 1;
+  float best_unspent = -INFINITY;
+  for (uint32_t i : active_)
+    if (!name_spent_[i]) best_unspent = std::max(best_unspent, tool_scores_[i]);
+  if (best_unspent == -INFINITY) best_unspent = 0.0f;  // every tool named: no push at all
+  for (uint32_t i : active_)
+    if (name_spent_[i]) name_scores_[i] = best_unspent;
+}
+
 int32_t Session::ArgmaxNamingCall() const {
   const Tokenizer& tok = model_->tokenizer();
   const std::vector<uint32_t>& tool_of_rank = matcher_->grammar().tool_of_rank;
@@ -436,10 +447,21 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   const bool name_bias = opt_.tool_score_bias > 0.0f && tool_scores_.size() == tools_.size();
   if (name_bias) {
     name_scores_.assign(tools_.size(), -INFINITY);
+    name_spent_.assign(tools_.size(), 0);
     for (uint32_t i : active_) name_scores_[i] = tool_scores_[i];
   }
   matcher_->Reset();
   matcher_->SetCopySource(opt_.copy_bias > 0.0f ? &copy_source_ : nullptr);
+  std::string reasoning;
+  for (int32_t id : think) reasoning.append(tok.TokenBytes(id));
+  {
+    // The calls follow the reasoning's plan: once the model writes a call, it
+    // writes as many as the reasoning planned (it often plans two and closes
+    // after one); a refusal stays possible. A reasoning cut short (budget,
+    // loop) may not have planned them all, so it sets no maximum.
+    const uint32_t planned = PlannedCalls(reasoning);
+    matcher_->SetCallCount(planned, next == int32_t(kThinkEndId) ? planned : 0);
+  }
   std::vector<int32_t> call;
   double log_p = 0.0;
   bool truncated = false;
@@ -453,7 +475,8 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     if (opt_.copy_bias > 0.0f && matcher_->ComputeCopyMask(copy_mask_)) {
       for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= mask_[w]) != 0;
     }
-    const int32_t id = name_bias && matcher_->BeforeOrInName() ? ArgmaxNamingCall() : PickWithCopyBonus(mask_.data(), copying);
+    const bool naming = name_bias && matcher_->BeforeOrInName();
+    const int32_t id = naming ? ArgmaxNamingCall() : PickWithCopyBonus(mask_.data(), copying);
     if (id < 0) throw Error(ErrorCode::kInternal, "grammar: no allowed token");
     // P(chosen) under the model's masked distribution (no bonus) = 1 / sum exp(l - l_chosen).
     double z = 0.0;
@@ -467,6 +490,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     log_p -= std::log(z);
     if (id == int32_t(kToolCallEndId)) break;
     if (!matcher_->AcceptToken(id)) throw Error(ErrorCode::kInternal, "grammar: an allowed token was rejected");
+    if (naming) SpendNameScore(matcher_->NamedTool());
     call.push_back(id);
     turn_ids_.push_back(id);
     Feed(std::span<const int32_t>(&id, 1), true);
@@ -492,9 +516,8 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   state_->AttachPools(nullptr, 0);
 
   // ---- the envelope
-  std::string call_text, reasoning;
+  std::string call_text;
   for (int32_t id : call) call_text.append(tok.TokenBytes(id));
-  for (int32_t id : think) reasoning.append(tok.TokenBytes(id));
   ++turns_;
   Envelope env;
   env.reasoning = reasoning;

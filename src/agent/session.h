@@ -138,6 +138,11 @@ class Session {
   // The greedy pick where the call is being named: logit + tool_score_bias x
   // (best score among the tools the token still fits - best score overall).
   int32_t ArgmaxNamingCall() const;
+  // A call of this turn named `tool`: the query's retrieval score has been
+  // used on it, so a later call of the turn gets no push towards it (its
+  // score becomes the best of the unused tools': the model's own logits
+  // choose between calling it again and the next tool).
+  void SpendNameScore(int32_t tool);
   void Feed(std::span<const int32_t> ids, bool want_logits);
   int32_t Argmax(const uint32_t* allowed) const;
   // Argmax over `allowed` of logit + (bonus bit ? bias : 0).
@@ -173,6 +178,7 @@ class Session {
   std::vector<int32_t> sink_ids_, turn_ids_;
   std::vector<float> tool_scores_;  // [tools] for the last query (empty: none)
   std::vector<float> name_scores_;  // [tools] this turn: score of active tools, -inf otherwise
+  std::vector<uint8_t> name_spent_;  // [tools] this turn: 1 = a call already named it
   // Recent turn texts (newest last, kCopyTextBytes in all at most, the newest
   // whole) and the automaton over them and the facts and pins.
   static constexpr size_t kCopyTextBytes = 2048;

@@ -341,17 +341,26 @@ TEST(NameCandidates, TheToolsABytesRunStillFits) {
   EXPECT_EQ(names(R"([{"name":"set_t)"), V{"set_timer"});
   EXPECT_EQ(names(R"([{"name":"get_weather","argu)"), V{"get_weather"});  // named within these bytes
   EXPECT_EQ(names(R"([{"name":"nope)"), V{});         // rejected
+  auto tool_name = [&]() { return m.NamedTool() < 0 ? std::string("-") : g.tools()[size_t(m.NamedTool())].name; };
+  EXPECT_EQ(tool_name(), "-");
   ASSERT_TRUE(m.AcceptBytes(R"([{"name":"se)"));
   EXPECT_TRUE(m.BeforeOrInName());
+  EXPECT_EQ(tool_name(), "-");                      // not named yet
   EXPECT_EQ(names("nd_message"), V{"send_message"});
-  ASSERT_TRUE(m.AcceptBytes(R"(nd_message","arguments":{"to":"a","body":"b")"));
+  ASSERT_TRUE(m.AcceptBytes(R"(nd_message")"));
+  EXPECT_EQ(tool_name(), "send_message");           // named at its closing quote
+  ASSERT_TRUE(m.AcceptBytes(R"(,"arguments":{"to":"a","body":"b")"));
   EXPECT_FALSE(m.BeforeOrInName());
+  EXPECT_EQ(tool_name(), "send_message");           // inside its arguments
   EXPECT_EQ(names("}"), V{});                         // the named call's arguments end
   ASSERT_TRUE(m.AcceptBytes("}"));
   EXPECT_FALSE(m.BeforeOrInName());                  // the call's own brace is next
   ASSERT_TRUE(m.AcceptBytes("}"));
   EXPECT_TRUE(m.BeforeOrInName());                   // a second call may follow
+  EXPECT_EQ(tool_name(), "-");                       // the call is closed
   EXPECT_EQ(names(R"(,{"name":"create)"), V{"create_event"});
+  ASSERT_TRUE(m.AcceptBytes(R"(,{"name":"get_weather")"));
+  EXPECT_EQ(tool_name(), "get_weather");
   EXPECT_EQ(names("]"), V{});
 }
 

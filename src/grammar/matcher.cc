@@ -232,6 +232,7 @@ struct Ctx {
   const ToolGrammar& g;
   const uint32_t* active_prefix;  // by name rank; nullptr = every tool
   const CopySource* copy;         // tracks the copy state of plain strings (Frame::z) and numbers (Frame::v); nullptr = off
+  uint32_t min_calls = 0, max_calls = 0;  // GrammarMatcher::SetCallCount
 };
 
 // After a consumed byte of a plain string: the copy state follows the decoded
@@ -414,7 +415,8 @@ bool StepImpl(const Ctx& cx, GrammarState& st, uint8_t b) {
         return false;
       case NodeKind::kCalls: {
         const uint32_t max_calls = g.options().max_calls;
-        const bool more = (max_calls == 0 || f.u < max_calls) && ToolsBelow(cx, g.tries[g.name_trie]);
+        const bool more = (max_calls == 0 || f.u < max_calls) && (cx.max_calls == 0 || f.u < cx.max_calls) &&
+                          ToolsBelow(cx, g.tries[g.name_trie]);
         switch (f.phase) {
           case 0:
             if (b != '[') return false;
@@ -434,6 +436,7 @@ bool StepImpl(const Ctx& cx, GrammarState& st, uint8_t b) {
             continue;  // the brace opens the call
           case 2:
             if (b == ']') {
+              if (f.u < cx.min_calls && more) return false;  // the plan has more calls
               --st.depth;
               return true;
             }
@@ -492,6 +495,12 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const ToolGrammar> grammar, std::
 void GrammarMatcher::Reset() {
   state_.depth = 0;
   Push(state_, *grammar_, grammar_->root);
+  min_calls_ = max_calls_ = 0;
+}
+
+void GrammarMatcher::SetCallCount(uint32_t min_calls, uint32_t max_calls) {
+  if (max_calls > 0) min_calls = std::min(min_calls, max_calls);
+  min_calls_ = min_calls, max_calls_ = max_calls;
 }
 
 void GrammarMatcher::RestrictTools(std::span<const uint32_t> tool_indices) {
@@ -515,7 +524,7 @@ void GrammarMatcher::RestrictToolNames(const std::vector<std::string>& names) {
 void GrammarMatcher::AllowAllTools() { active_prefix_.clear(); }
 
 bool GrammarMatcher::Step(GrammarState& s, uint8_t b) const {
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_};
+  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_, min_calls_, max_calls_};
   return StepImpl(cx, s, b);
 }
 
@@ -528,7 +537,7 @@ bool GrammarMatcher::AcceptByte(uint8_t b) {
 
 bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
   scratch_.CopyFrom(state_);
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_};
+  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_, min_calls_, max_calls_};
   for (char c : bytes)
     if (!StepImpl(cx, scratch_, uint8_t(c))) return false;
   state_.CopyFrom(scratch_);
@@ -538,7 +547,7 @@ bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
 bool GrammarMatcher::CanAccept(std::string_view bytes) const {
   GrammarState s;
   s.CopyFrom(state_);
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_};
+  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_, min_calls_, max_calls_};
   for (char c : bytes)
     if (!StepImpl(cx, s, uint8_t(c))) return false;
   return true;
@@ -551,7 +560,7 @@ bool GrammarMatcher::AcceptToken(int32_t id) {
 }
 
 void GrammarMatcher::WalkTrie(const TokenTrie::Trie& t, std::span<uint32_t> bits) {
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_};
+  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_, min_calls_, max_calls_};
   const TokenTrie::Node* nodes = t.nodes.data();
   const int32_t* ids = t.ids.data();
   const uint32_t n = uint32_t(t.nodes.size());
@@ -598,11 +607,18 @@ bool GrammarMatcher::BeforeOrInName() const {
   return k == NodeKind::kCalls || (k == NodeKind::kCall && top.phase <= 1);
 }
 
+int32_t GrammarMatcher::NamedTool() const {
+  if (state_.depth < 2) return -1;
+  const Frame& call = state_.frames[1];  // frames[0] is the calls array
+  if (grammar_->nodes[call.node].kind != NodeKind::kCall || call.phase < 2) return -1;
+  return int32_t(call.v);
+}
+
 bool GrammarMatcher::NameCandidates(std::string_view bytes, uint32_t* rank_lo, uint32_t* rank_hi) const {
   if (!BeforeOrInName()) return false;
   GrammarState s;
   s.CopyFrom(state_);
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), nullptr};
+  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), nullptr, min_calls_, max_calls_};
   for (char c : bytes)
     if (!StepImpl(cx, s, uint8_t(c))) return false;
   if (s.depth < 2) return false;
@@ -753,7 +769,7 @@ bool GrammarMatcher::CompletionBytes(std::string* out) const {
     for (int b = 0x80; b < 0x100; ++b) s.push_back(char(b));
     return s;
   }();
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_};
+  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_, min_calls_, max_calls_};
   GrammarState s, t;
   s.CopyFrom(state_);
   while (out->size() < (size_t(1) << 20)) {

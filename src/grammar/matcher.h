@@ -78,8 +78,15 @@ class GrammarMatcher {
   // `trie` may be null for byte-level use only (no masks or token ids).
   explicit GrammarMatcher(std::shared_ptr<const ToolGrammar> grammar, std::shared_ptr<const TokenTrie> trie = nullptr);
 
-  // Back to the start: nothing consumed, the next byte must be '['.
+  // Back to the start: nothing consumed, the next byte must be '['. Clears
+  // SetCallCount.
   void Reset();
+
+  // The number of calls this array may hold once it holds one (the empty
+  // array, a refusal, stays allowed): it closes only after `min_calls` and
+  // takes no more than `max_calls` (0 = no limit beyond the grammar's
+  // max_calls). The session sets it from the plan in the reasoning.
+  void SetCallCount(uint32_t min_calls, uint32_t max_calls);
 
   // Restrict the admitted tool names to these tool indices (retrieval);
   // an empty list admits only "[]". AllowAllTools() undoes it.
@@ -129,6 +136,9 @@ class GrammarMatcher {
   bool NameCandidates(std::string_view bytes, uint32_t* rank_lo, uint32_t* rank_hi) const;
   // Whether the next token may start or continue a call's name (cheap).
   bool BeforeOrInName() const;
+  // The tool of the open call once its name is complete (its arguments
+  // follow), else -1.
+  int32_t NamedTool() const;
 
   // Bytes that complete the calls array from here (shortest choices, greedy),
   // so a capped generation can always finish; empty when already complete.
@@ -157,6 +167,7 @@ class GrammarMatcher {
   std::vector<Frame> frame_walk_;   // [trie max depth + 1]: the string-only walk
   std::vector<uint32_t> copy_walk_; // [trie max depth + 1]: copy states along the copy walk
   const CopySource* copy_ = nullptr;
+  uint32_t min_calls_ = 0, max_calls_ = 0;  // SetCallCount
   // (node << 20 | escape << 16 | DFA state) -> mask of the tokens that stay inside that string.
   std::unordered_map<uint64_t, std::vector<uint32_t>> inside_cache_;
 };

@@ -92,6 +92,33 @@ TEST(Calls, RestrictToSubsetForRetrieval) {
   m.AllowAllTools();
   EXPECT_TRUE(m.CanAccept(CallText("set", R"({"on":true})")));
 }
+// The session sets the call count from the reasoning's plan: once a call is
+// written, the array closes only at `min` calls and takes no more than `max`;
+// the empty array (a refusal) stays allowed, and Reset() lifts the limits.
+TEST(Calls, SetCallCountBoundsTheArrayOnceItHasACall) {
+  const std::string set = R"({"name":"set","arguments":{"on":true}})";
+  GrammarMatcher m(ToolGrammar::Compile(std::string_view(kTwoTools)));
+  m.SetCallCount(2, 2);
+  EXPECT_TRUE(m.CanAccept("[]"));
+  EXPECT_FALSE(m.CanAccept("[" + set + "]"));                // closes after one of two
+  EXPECT_TRUE(m.CanAccept("[" + set + "," + set + "]"));
+  EXPECT_FALSE(m.CanAccept("[" + set + "," + set + ","));    // a third
+  std::string rest;  // cut inside the first call: the completion writes the second too
+  ASSERT_TRUE(m.AcceptBytes(R"([{"name":"set_timer","arguments":{"minutes":4)"));
+  ASSERT_TRUE(m.CompletionBytes(&rest));
+  ASSERT_TRUE(m.AcceptBytes(rest));
+  EXPECT_TRUE(m.IsComplete());
+  EXPECT_EQ(rest.find(R"({"name")"), rest.rfind(R"({"name")")) << rest;  // one more call, exactly
+  EXPECT_NE(rest.find(R"({"name")"), std::string::npos) << rest;
+  m.Reset();
+  EXPECT_TRUE(m.CanAccept("[" + set + "]"));
+  EXPECT_TRUE(m.CanAccept("[" + set + "," + set + "," + set + "]"));
+  m.SetCallCount(1, 0);  // no maximum (a reasoning cut short)
+  EXPECT_TRUE(m.CanAccept("[" + set + "," + set + "," + set + "]"));
+  m.SetCallCount(3, 1);  // a minimum above the maximum is the maximum
+  EXPECT_TRUE(m.CanAccept("[" + set + "]"));
+  EXPECT_FALSE(m.CanAccept("[" + set + ","));
+}
 
 TEST(Calls, OneToolIsExtraction) {
   auto g = ToolGrammar::Compile(std::string_view(
