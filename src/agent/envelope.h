@@ -52,6 +52,8 @@ void DropRepeatedCalls(Envelope& env);
 // The number of calls a reasoning plans: one per segment, segments joined by
 // " | " outside the quoted spans ("a: 'x' -> k | b: no arguments needed" plans
 // 2; the model sometimes drops the space after the bar, so " |" counts).
+// 0 = no plan: the reasoning is empty or a segment has no "name:" (free-form
+// reasoning of another model), so nothing limits the calls.
 uint32_t PlannedCalls(std::string_view reasoning);
 
 // Peak resident memory of the process (VmHWM) in MB, 0 when unknown.

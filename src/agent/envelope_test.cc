@@ -36,13 +36,15 @@ TEST(Envelope, DropRepeatedCallsKeepsTheFirstOfEach) {
 }
 
 TEST(Envelope, PlannedCallsCountsTheReasoningsSegments) {
-  EXPECT_EQ(PlannedCalls(""), 1u);
+  EXPECT_EQ(PlannedCalls(""), 0u);                                                    // no plan
+  EXPECT_EQ(PlannedCalls("I should call the timer tool"), 0u);                        // free-form reasoning
   EXPECT_EQ(PlannedCalls("set_timer: '12 minutes' -> minutes 12"), 1u);
   EXPECT_EQ(PlannedCalls("get_steps: no arguments needed | get_sleep: '22 May' -> date 2024-05-22"), 2u);
   EXPECT_EQ(PlannedCalls("a: 'x' -> k |b: 'y' -> k | c: no arguments needed"), 3u);  // the model drops the space
   EXPECT_EQ(PlannedCalls("send: 'rock | roll' -> text"), 1u);                       // a bar inside a quoted span
-  EXPECT_EQ(PlannedCalls("send: 'it's | ok' -> text | log: 'a' -> b"), 3u);           // an apostrophe ends the span early
-  EXPECT_EQ(PlannedCalls("x|y"), 1u);                                                 // no space before the bar
+  EXPECT_EQ(PlannedCalls("send: 'it's | ok' -> text | log: 'a' -> b"), 0u);           // an apostrophe ends the span early: " ok' -> text " has no name
+  EXPECT_EQ(PlannedCalls("a: x|y"), 1u);                                              // no space before the bar
+  EXPECT_EQ(PlannedCalls("a: 'x' -> k | then the other one"), 0u);                    // a segment without a name
 }
 
 }  // namespace

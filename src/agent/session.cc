@@ -458,9 +458,10 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     // The calls follow the reasoning's plan: once the model writes a call, it
     // writes as many as the reasoning planned (it often plans two and closes
     // after one); a refusal stays possible. A reasoning cut short (budget,
-    // loop) may not have planned them all, so it sets no maximum.
+    // loop) may not have planned them all, so it sets no maximum; one without
+    // a plan (another model's free-form reasoning) sets nothing.
     const uint32_t planned = PlannedCalls(reasoning);
-    matcher_->SetCallCount(planned, next == int32_t(kThinkEndId) ? planned : 0);
+    if (planned > 0) matcher_->SetCallCount(planned, next == int32_t(kThinkEndId) ? planned : 0);
   }
   std::vector<int32_t> call;
   double log_p = 0.0;
