@@ -218,6 +218,7 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
     const size_t hi = HeadIndex(model, HeadKind::kConfidence);
     auto& head = model->heads[hi];
     std::vector<EncodedPrompt> seqs;
+    std::vector<uint32_t> pool_from;
     std::vector<float> labels;
     for (const auto& r : ReadJsonl(o.rollouts)) {
       if (!r.contains("ids") || !r.contains("exact") || !r.contains("sink")) {
@@ -230,6 +231,13 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
       }
       p.target.assign(p.ids.size(), 0);
       p.sink_length = r["sink"].get<uint32_t>();
+      // Earlier turns between the sinks and pool_from are context, not scored
+      // (the engine's head pools the sink block and the turn only).
+      const uint32_t from = r.contains("pool_from") ? r["pool_from"].get<uint32_t>() : p.sink_length;
+      if (p.sink_length > p.ids.size() || from < p.sink_length || from >= p.ids.size()) {
+        throw Error(ErrorCode::kInvalidArgument, o.rollouts + ": a rollout needs sink <= pool_from < the number of ids");
+      }
+      pool_from.push_back(from);
       seqs.push_back(std::move(p));
       labels.push_back(r["exact"].get<bool>() ? 1.0f : 0.0f);
     }
@@ -250,9 +258,15 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
       for (size_t at = 0; at < idx.size(); at += size_t(o.confidence_batch)) {
         std::vector<EncodedPrompt> b;
         std::vector<float> l;
-        for (size_t k = at; k < std::min(idx.size(), at + size_t(o.confidence_batch)); ++k) b.push_back(seqs[idx[k]]), l.push_back(labels[idx[k]]);
+        std::vector<uint32_t> from;
+        for (size_t k = at; k < std::min(idx.size(), at + size_t(o.confidence_batch)); ++k) {
+          b.push_back(seqs[idx[k]]), l.push_back(labels[idx[k]]), from.push_back(pool_from[idx[k]]);
+        }
         Cached cc;
         const TrainBatch tb = OnePerRow(b, c, window, &cc.visible);
+        for (size_t r = 0; r < b.size(); ++r) {
+          if (from[r] > b[r].sink_length) cc.visible[int64_t(r)].slice(0, b[r].sink_length, from[r]).fill_(false);
+        }
         torch::NoGradGuard ng;
         cc.cells = model->Cells(tb, window);
         cc.labels = torch::tensor(l);

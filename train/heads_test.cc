@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/testing/agent_archives.h"
+#include "base/error.h"
 #include "base/random.h"
 #include "model/fast_model.h"
 #include "model/heads.h"
@@ -100,8 +101,11 @@ TEST(Heads, StagesTrainAndWriteALoadableBase) {
   for (int i = 0; i < 60; ++i) {
     std::vector<int32_t> ids;
     for (int k = 0; k < 30; ++k) ids.push_back(int32_t(20 + rng.Next() % 40));
-    if (i % 2) ids[10] = 77;
-    roll << nlohmann::json{{"ids", ids}, {"sink", 8}, {"exact", bool(i % 2)}}.dump() << "\n";
+    if (i % 2) ids[20] = 77;
+    // A third are later turns: an earlier turn as context (positions 8-14, not scored).
+    nlohmann::json r = {{"ids", ids}, {"sink", 8}, {"exact", bool(i % 2)}};
+    if (i % 3 == 0) r["pool_from"] = 15;
+    roll << r.dump() << "\n";
   }
   roll.close();
   HeadsOptions o;
@@ -126,6 +130,24 @@ TEST(Heads, StagesTrainAndWriteALoadableBase) {
   EXPECT_EQ(again.model->heads.size(), 2u);
   const CactArchive a = CactArchive::Open(o.out + "/model.cact");
   EXPECT_NE(a.layout().FindHead(HeadKind::kConfidence), nullptr);
+
+  // A rollout whose scored turn would start past its tokens is refused, naming the file.
+  {
+    std::ofstream bad(dir / "bad-rollouts.jsonl");
+    for (int i = 0; i < 12; ++i) bad << nlohmann::json{{"ids", {20, 21, 22, 23}}, {"sink", 2}, {"pool_from", i == 5 ? 4 : 2}, {"exact", i % 2 == 0}}.dump() << "\n";
+  }
+  HeadsOptions b;
+  b.base = base;
+  b.rollouts = (dir / "bad-rollouts.jsonl").string();
+  b.out = (dir / "bad-out").string();
+  b.threads = 1;
+  try {
+    TrainHeads(b);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pool_from"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad-rollouts.jsonl"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -203,4 +203,8 @@ void CheckAdapterMatches(const AdapterFile& adapter, const ModelConfig& base, co
   }
 }
 
+std::string GeometryMismatch(const ModelConfig& want, const ModelConfig& have, const char* have_name) {
+  return Join(GeometryDiffs(want, have, have_name));
+}
+
 }  // namespace needle::train

@@ -81,5 +81,9 @@ AdapterFile LoadAdapter(const std::string& path);
 // Throws Error(kInvalidArgument) naming every geometry field that differs
 // between the base the adapter was trained on and `base`.
 void CheckAdapterMatches(const AdapterFile& adapter, const ModelConfig& base, const std::string& adapter_path);
+// The geometry fields (those that fix the core weights' shapes and meaning)
+// on which `have` differs from `want`, as "key want (have_name: have), ...";
+// empty when the core weights of one fit the other.
+std::string GeometryMismatch(const ModelConfig& want, const ModelConfig& have, const char* have_name);
 
 }  // namespace needle::train

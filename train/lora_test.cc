@@ -306,10 +306,11 @@ std::map<int64_t, double> LossByStep(const std::string& log_path) {
   return out;
 }
 
-TEST(Trainer, ResumedRunReproducesTheLossCurveAndLoadsFromItsDirectory) {
+// Four steps of `needle train` on the light-switching data (tiny model, byte-level tokenizer).
+TrainOptions SmallRun(const std::string& name, uint64_t data_seed) {
   TrainOptions o;
-  o.data = WriteData("resume.jsonl", 12, 2);
-  o.tokenizer = WriteBase("resume-tok.cact", testing::SmallConfig(), 1);  // byte-level tokenizer, fits vocab 300
+  o.data = WriteData(name + ".jsonl", 12, data_seed);
+  o.tokenizer = WriteBase(name + "-tok.cact", testing::SmallConfig(), 1);  // byte-level tokenizer, fits vocab 300
   o.config = testing::SmallConfig();
   o.steps = 4;
   o.batch_tokens = 400;
@@ -321,6 +322,11 @@ TEST(Trainer, ResumedRunReproducesTheLossCurveAndLoadsFromItsDirectory) {
   o.lr = 3e-3;
   o.seed = 5;
   o.threads = 1;
+  return o;
+}
+
+TEST(Trainer, ResumedRunReproducesTheLossCurveAndLoadsFromItsDirectory) {
+  const TrainOptions o = SmallRun("resume", 2);
   TrainOptions a = o, b = o;
   a.out = TempDir() + "/run-a";
   b.out = TempDir() + "/run-b";
@@ -379,6 +385,51 @@ TEST(Trainer, ResumedRunReproducesTheLossCurveAndLoadsFromItsDirectory) {
   c.config.num_layers = 3;
   c.steps = 6;
   EXPECT_THROW(Train(c), Error);
+}
+
+TEST(Trainer, InitFromStartsAtTheBasesWeights) {
+  TrainOptions o = SmallRun("init", 3);
+  o.out = TempDir() + "/init-a";
+  Train(o);
+  const BaseModel a = LoadBase(o.out);
+
+  // From the run's directory (its checkpoint.pt) and from its 4-bit model.cact,
+  // with a learning rate too small to move anything: the weights are the base's.
+  for (const std::string from : {o.out, o.out + "/model.cact"}) {
+    TrainOptions b = o;
+    b.init_from = from;
+    b.lr = 1e-12;
+    b.steps = 1;
+    b.seed = 9;  // another init: only the copy can make them equal
+    b.out = TempDir() + "/init-b" + std::to_string(from.size());
+    Train(b);
+    const BaseModel got = LoadBase(b.out);
+    const BaseModel want = LoadBase(from);
+    EXPECT_LT(MaxAbsDiff(got.model->embedding, want.model->embedding), 1e-6f) << from;
+    EXPECT_LT(MaxAbsDiff(got.model->layers[1].q_proj, want.model->layers[1].q_proj), 1e-6f) << from;
+    // Only the core: the heads keep the run's own init (seed 9, not 5).
+    EXPECT_GT(MaxAbsDiff(got.model->heads[0].probes, want.model->heads[0].probes), 1e-3f) << from;
+    // The first loss is the trained one, not the random init's.
+    EXPECT_LT(LossByStep(b.out + "/log.jsonl").at(1), LossByStep(o.out + "/log.jsonl").at(1)) << from;
+  }
+  TrainOptions scratch = o;
+  scratch.seed = 9;
+  scratch.steps = 1;
+  scratch.out = TempDir() + "/init-scratch";
+  Train(scratch);
+  EXPECT_GT(MaxAbsDiff(LoadBase(scratch.out).model->embedding, a.model->embedding), 1e-2f);
+
+  // Another geometry is refused, naming the field.
+  TrainOptions c = o;
+  c.init_from = o.out;
+  c.config.num_layers = 3;
+  c.out = TempDir() + "/init-c";
+  try {
+    Train(c);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("num_layers"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Trainer, BadInputIsAnErrorNamingTheFileAndLine) {

@@ -14,6 +14,8 @@
 #include "io/tokenizer_blob.h"
 #include "model/export.h"
 #include "text/tokenizer.h"
+#include "train/build.h"
+#include "train/lora.h"
 #include "train/san.h"
 
 namespace needle::train {
@@ -114,6 +116,45 @@ std::vector<EncodedPrompt> LoadExamples(const std::string& path, const PromptEnc
   return out;
 }
 
+// Copies a trained base's weights into a new run's model, so that a run can
+// continue from a shipped .cact (dequantized) or from another run when the
+// float checkpoint is gone. Only the core weights are taken, and all must fit:
+// the heads keep the run's init (the language-model loss does not train them;
+// `needle train-heads` does, afterwards), so a run from a shipped model and
+// one from the run that made its body start alike. The base's tokenizer, when
+// it embeds one, must be the run's: the embedding rows mean its pieces.
+void InitFromBase(San& model, const TokenizerModel& tok, const std::string& path) {
+  const BaseModel base = LoadBase(path);
+  const std::string diffs = GeometryMismatch(model->config(), base.config, "the base");
+  if (!diffs.empty()) throw Error(ErrorCode::kInvalidArgument, "train: --init-from '" + path + "' has another geometry: " + diffs);
+  if (base.tokenizer) {
+    bool same = base.tokenizer->pieces.size() == tok.pieces.size();
+    for (size_t i = 0; same && i < tok.pieces.size(); ++i) same = base.tokenizer->pieces[i].text == tok.pieces[i].text;
+    if (!same) {
+      throw Error(ErrorCode::kInvalidArgument, "train: --init-from '" + path + "' embeds another tokenizer (" +
+                                                   std::to_string(base.tokenizer->pieces.size()) + " pieces) than --tokenizer (" +
+                                                   std::to_string(tok.pieces.size()) + " pieces)");
+    }
+  }
+  torch::NoGradGuard no_grad;
+  const auto from = base.model->named_parameters();
+  size_t copied = 0, kept = 0;
+  for (auto& p : model->named_parameters()) {
+    const bool head = p.key().rfind("heads", 0) == 0, mtp = p.key().rfind("mtp_", 0) == 0;
+    const torch::Tensor* src = from.find(p.key());
+    if (head || mtp) {
+      ++kept;
+    } else if (src && src->sizes() == p.value().sizes()) {
+      p.value().copy_(*src);
+      ++copied;
+    } else {
+      throw Error(ErrorCode::kInvalidArgument, "train: --init-from '" + path + "' has no tensor " + p.key() + " of the run's shape");
+    }
+  }
+  std::fprintf(stderr, "train: initialised from %s (%zu tensors; %zu head/MTP tensors keep their init)\n", base.checkpoint.c_str(),
+               copied, kept);
+}
+
 double Train(const TrainOptions& o) {
   torch::set_num_threads(static_cast<int>(o.threads));
   torch::manual_seed(o.seed);
@@ -158,6 +199,8 @@ double Train(const TrainOptions& o) {
   int64_t step = 0;
   uint64_t tokens_seen = 0, consumed = 0;
   const std::string ckpt = (fs::path(o.out) / "checkpoint.pt").string();
+  // A resumed run continues from its own checkpoint, not from the base again.
+  if (!o.init_from.empty() && !(o.resume && fs::exists(ckpt))) InitFromBase(model, tok_model, o.init_from);
   if (o.resume && fs::exists(ckpt)) {
     torch::serialize::InputArchive ar;
     ar.load_from(ckpt);

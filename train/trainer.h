@@ -32,6 +32,7 @@ struct TrainOptions {
   int64_t threads = 2;
   uint64_t seed = 0;
   bool resume = false;
+  std::string init_from;            // start from this base's weights (run DIR, checkpoint.pt or .cact) instead of the SPEC init
   int64_t stop_at = 0;              // stop once this step is done (0 = run to `steps`), the schedule still `steps`'s
   bool checkpoint_at_stop = true;   // false: stop as if killed there (tests of resuming)
   std::string bits = "4";           // width of the exported model.cact

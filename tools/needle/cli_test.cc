@@ -346,11 +346,25 @@ TEST(Cli, EvalReportsEveryMetric) {
   int lines = 0;
   for (std::string l; std::getline(p, l);) ++lines;
   EXPECT_EQ(lines, rep["turns"].get<int>());
+  // A rollout per turn that produced an envelope: the sink block, the earlier
+  // turns as context (pool_from is where the scored turn begins), the turn.
   std::ifstream ro(rollouts);
-  std::string first;
-  ASSERT_TRUE(std::getline(ro, first));
-  const auto roll = nlohmann::json::parse(first);
-  EXPECT_GT(roll["ids"].size(), roll["sink"].get<size_t>());
+  int rolls = 0, later = 0;
+  for (std::string l; std::getline(ro, l);) {
+    const auto roll = nlohmann::json::parse(l);
+    ++rolls;
+    const size_t sink = roll["sink"].get<size_t>(), from = roll["pool_from"].get<size_t>();
+    EXPECT_LT(from, roll["ids"].size());
+    if (roll["turn"].get<int>() == 0) {
+      EXPECT_EQ(from, sink);
+    } else {
+      ++later;
+      EXPECT_GT(from, sink);
+    }
+  }
+  EXPECT_GE(rolls, 12);
+  EXPECT_LE(rolls, rep["turns"].get<int>());
+  EXPECT_GT(later, 0) << "the test split has sessions: their later turns are rollouts too";
 }
 
 // The long-session report pairs each case's turn 1 with its late turn: the

@@ -187,6 +187,10 @@ ojson PairedReport(const PairedOutcomes& p) {
                {"ci95_points", {r1(lo), r1(hi)}}, {"mcnemar_p", std::round(p.McNemarP() * 1e4) / 1e4}};
 }
 
+// Earlier turns kept as a rollout's context: two windows, so the oldest token
+// the scored turn can see still has its own window of context before it.
+constexpr size_t kRolloutHistory = 512;
+
 // Other traffic for the long-session check: requests that fit no tool in
 // particular, answered by the model like any turn.
 const char* kTraffic[] = {
@@ -216,7 +220,7 @@ int RunEval(int argc, char** argv) {
              {"long-session", "N", "also re-ask each single-turn example after N turns of other traffic"},
              {"json", "", "print only the final JSON object (default: a table, then the JSON)"},
              {"failures", "FILE", "write the mispredicted turns (JSONL)"},
-             {"rollouts", "FILE", "write each first turn's tokens (sink block + turn) and whether the call was exact, JSONL (confidence-head training)"},
+             {"rollouts", "FILE", "write each turn's tokens (sink block, earlier turns in reach, the turn) and whether its calls were exact, JSONL (confidence-head training)"},
              {"out", "PREDS.jsonl", "write every turn's prediction (input, expected calls, envelope)"},
              {"report", "FILE", "write the final JSON object here too"}});
   if (!args.Parse(argc, argv)) return 0;
@@ -278,16 +282,27 @@ int RunEval(int argc, char** argv) {
         record(e, ex.value("answers", ojson::array()), true, local, ex["query"].get<std::string>());
         continue;
       }
+      // Rollouts: the sink block, the earlier turns still in reach of the
+      // window (context only, as the cache holds them) and the turn the
+      // confidence head scored; pool_from = where the scored turn begins.
+      std::vector<int32_t> history, rollout_sinks;
+      auto add_rollout = [&](const Envelope& e, bool exact, size_t at_turn) {
+        if (!want_rollouts) return;
+        if (s.sink_ids() != rollout_sinks) history.clear(), rollout_sinks = s.sink_ids();  // a rebuilt sink block empties the cache
+        if (e.success()) {
+          std::vector<int32_t> ids = s.sink_ids();
+          ids.insert(ids.end(), history.begin(), history.end());
+          const size_t pool_from = ids.size();
+          ids.insert(ids.end(), s.turn_ids().begin(), s.turn_ids().end());
+          rolls.push_back(json{{"index", i}, {"turn", at_turn}, {"sink", s.sink_ids().size()}, {"pool_from", pool_from}, {"exact", exact}, {"ids", ids}}.dump());
+        }
+        history.insert(history.end(), s.turn_ids().begin(), s.turn_ids().end());
+        if (history.size() > kRolloutHistory) history.erase(history.begin(), history.end() - kRolloutHistory);
+      };
       const std::string q = ex["query"].get<std::string>();
       const ojson answers = ex.value("answers", ojson::array());
       const Envelope first = s.Query(q);
-      record(first, answers, true, local, q);
-      if (want_rollouts && first.success()) {
-        std::vector<int32_t> ids = s.sink_ids();
-        ids.insert(ids.end(), s.turn_ids().begin(), s.turn_ids().end());
-        const bool exact = SameCalls(json::parse(first.function_calls.dump()), json::parse(answers.dump()));
-        rolls.push_back(json{{"index", i}, {"sink", s.sink_ids().size()}, {"exact", exact}, {"ids", ids}}.dump());
-      }
+      add_rollout(first, record(first, answers, true, local, q).exact, 0);
       if (ex.contains("turns") && ex["turns"].is_array()) {
         for (const auto& t : ex["turns"]) {
           Envelope e;
@@ -299,7 +314,8 @@ int RunEval(int argc, char** argv) {
             input = t.value("query", "");
             e = s.Query(input);
           }
-          record(e, t.value("answers", ojson::array()), false, local, input);
+          const size_t at_turn = turn;
+          add_rollout(e, record(e, t.value("answers", ojson::array()), false, local, input).exact, at_turn);
         }
       } else if (long_session > 0) {
         const TurnOutcome o1 = l1.Add(first, json::parse(answers.dump()), true);

@@ -13,7 +13,7 @@ namespace needle::cli {
 
 int RunTrain(int argc, char** argv) {
   Args args("train", "--data TRAIN.jsonl --tokenizer SPM.model (--preset NAME | --config FILE.json) --out DIR [flags]",
-            "Trains the SAN from scratch on JSONL tool-calling examples (SPEC §12) rendered\n"
+            "Trains the SAN (from scratch, or from a base with --init-from) on JSONL tool-calling examples (SPEC §12) rendered\n"
             "with the prompt format of SPEC §8, packed into rows with the window + sink\n"
             "mask (SPEC §4); AdamW, warmup then cosine decay, global-norm clip 1.0, fp32 on\n"
             "the CPU. Writes DIR/checkpoint.pt and DIR/model.cact every --checkpoint-every\n"
@@ -37,6 +37,7 @@ int RunTrain(int argc, char** argv) {
              {"mtp-weight", "X", "add the multi-token-prediction loss (SPEC §1, training aid, not exported) with this weight (default 0)"},
              {"out", "DIR", "run directory (required)"},
              {"resume", "", "continue from DIR/checkpoint.pt"},
+             {"init-from", "BASE", "start from a trained base's core weights (run DIR, checkpoint.pt or .cact, same geometry and tokenizer; heads keep their init) with a fresh schedule and optimizer"},
              {"stop-at", "N", "stop after step N with a checkpoint there, the schedule still that of --steps"}});
   if (!args.Parse(argc, argv)) return 0;
 #if NEEDLE_HAVE_TRAIN
@@ -59,6 +60,7 @@ int RunTrain(int argc, char** argv) {
   o.seed = static_cast<uint64_t>(args.GetInt("seed", 0));
   o.bits = args.Get("bits", o.bits);
   o.resume = args.Has("resume");
+  o.init_from = args.Get("init-from");
   o.stop_at = args.GetInt("stop-at", 0);
   if (o.stop_at < 0) throw Error(ErrorCode::kInvalidArgument, "train: --stop-at must be a step number");
   o.mtp_weight = args.GetDouble("mtp-weight", 0.0);
