@@ -273,7 +273,9 @@ TEST(String, PatternWithLengthLimits) {
 
 TEST(String, Formats) {
   const char* date = R"({"type":"string","format":"date"})";
-  EXPECT_EQ(ValueRejectAt(date, R"("2024-02-29")"), -1);  // leap years: checked after generation
+  EXPECT_EQ(ValueRejectAt(date, R"("2024-02-29")"), -1);
+  EXPECT_EQ(ValueRejectAt(date, R"("2023-02-29")"), 10);  // no 29 February in 2023
+  EXPECT_EQ(ValueRejectAt(R"({"type":"string","format":"date-time"})", R"("2100-02-29T10:00")"), 10);
   EXPECT_EQ(ValueRejectAt(date, R"("2024-13-01")"), 7);
   EXPECT_EQ(ValueRejectAt(date, R"("2024-04-31")"), 10);
   EXPECT_EQ(ValueRejectAt(date, R"("2024-4-1")"), 6);

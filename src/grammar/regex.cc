@@ -700,8 +700,13 @@ const ByteDfa& AnyStringDfa() {
 }
 
 std::string_view FormatPattern(std::string_view format) {
-  // Dates: the month decides the days (29 February is checked for leap years after generation).
-#define NEEDLE_DATE "[0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-9]))"
+  // Dates: the month decides the days, and the year whether 29 February
+  // exists (leap: the last two digits a nonzero multiple of 4, or 00 after a
+  // multiple of 4, as 2000 and 2400 but not 1900), so no call is generated
+  // that only the post-check would reject.
+#define NEEDLE_DATE                                                                                   \
+  "([0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))" \
+  "|([0-9]{2}(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)-02-29)"
 #define NEEDLE_TIME "([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?"
   if (format == "date") return NEEDLE_DATE;
   if (format == "time") return NEEDLE_TIME;
