@@ -234,7 +234,7 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
       // Earlier turns between the sinks and pool_from are context, not scored
       // (the engine's head pools the sink block and the turn only).
       const uint32_t from = r.contains("pool_from") ? r["pool_from"].get<uint32_t>() : p.sink_length;
-      if (p.sink_length > p.ids.size() || from < p.sink_length || from >= p.ids.size()) {
+      if (from < p.sink_length || from >= p.ids.size()) {
         throw Error(ErrorCode::kInvalidArgument, o.rollouts + ": a rollout needs sink <= pool_from < the number of ids");
       }
       pool_from.push_back(from);

@@ -47,6 +47,46 @@ double Evaluate(San& model, const std::vector<EncodedPrompt>& data, const TrainO
   return count > 0 ? total / count : 0.0;
 }
 
+// Copies a trained base's weights into a new run's model, so that a run can
+// continue from a shipped .cact (dequantized) or from another run when the
+// float checkpoint is gone. Only the core weights are taken, and all must fit:
+// the heads keep the run's init (the language-model loss does not train them;
+// `needle train-heads` does, afterwards), so a run from a shipped model and
+// one from the run that made its body start alike. The base's tokenizer, when
+// it embeds one, must be the run's: the embedding rows mean its pieces.
+void InitFromBase(San& model, const TokenizerModel& tok, const std::string& path) {
+  const BaseModel base = LoadBase(path);
+  const std::string diffs = GeometryMismatch(model->config(), base.config, "the base");
+  if (!diffs.empty()) throw Error(ErrorCode::kInvalidArgument, "train: --init-from '" + path + "' has another geometry: " + diffs);
+  if (base.tokenizer) {
+    bool same = base.tokenizer->pieces.size() == tok.pieces.size();
+    for (size_t i = 0; same && i < tok.pieces.size(); ++i) same = base.tokenizer->pieces[i].text == tok.pieces[i].text;
+    if (!same) {
+      throw Error(ErrorCode::kInvalidArgument, "train: --init-from '" + path + "' embeds another tokenizer (" +
+                                                   std::to_string(base.tokenizer->pieces.size()) + " pieces) than --tokenizer (" +
+                                                   std::to_string(tok.pieces.size()) + " pieces)");
+    }
+  }
+  torch::NoGradGuard no_grad;
+  const auto from = base.model->named_parameters();
+  size_t copied = 0, kept = 0;
+  for (auto& p : model->named_parameters()) {
+    if (p.key().rfind("heads", 0) == 0 || p.key().rfind("mtp_", 0) == 0) {
+      ++kept;
+      continue;
+    }
+    const torch::Tensor* src = from.find(p.key());
+    if (src && src->sizes() == p.value().sizes()) {
+      p.value().copy_(*src);
+      ++copied;
+    } else {
+      throw Error(ErrorCode::kInvalidArgument, "train: --init-from '" + path + "' has no tensor " + p.key() + " of the run's shape");
+    }
+  }
+  std::fprintf(stderr, "train: initialised from %s (%zu tensors; %zu head/MTP tensors keep their init)\n", base.checkpoint.c_str(),
+               copied, kept);
+}
+
 }  // namespace
 
 double WarmupCosine(double lr, double min_ratio, int64_t warmup, int64_t steps, int64_t step) {
@@ -114,45 +154,6 @@ std::vector<EncodedPrompt> LoadExamples(const std::string& path, const PromptEnc
     out.push_back(std::move(p));
   }
   return out;
-}
-
-// Copies a trained base's weights into a new run's model, so that a run can
-// continue from a shipped .cact (dequantized) or from another run when the
-// float checkpoint is gone. Only the core weights are taken, and all must fit:
-// the heads keep the run's init (the language-model loss does not train them;
-// `needle train-heads` does, afterwards), so a run from a shipped model and
-// one from the run that made its body start alike. The base's tokenizer, when
-// it embeds one, must be the run's: the embedding rows mean its pieces.
-void InitFromBase(San& model, const TokenizerModel& tok, const std::string& path) {
-  const BaseModel base = LoadBase(path);
-  const std::string diffs = GeometryMismatch(model->config(), base.config, "the base");
-  if (!diffs.empty()) throw Error(ErrorCode::kInvalidArgument, "train: --init-from '" + path + "' has another geometry: " + diffs);
-  if (base.tokenizer) {
-    bool same = base.tokenizer->pieces.size() == tok.pieces.size();
-    for (size_t i = 0; same && i < tok.pieces.size(); ++i) same = base.tokenizer->pieces[i].text == tok.pieces[i].text;
-    if (!same) {
-      throw Error(ErrorCode::kInvalidArgument, "train: --init-from '" + path + "' embeds another tokenizer (" +
-                                                   std::to_string(base.tokenizer->pieces.size()) + " pieces) than --tokenizer (" +
-                                                   std::to_string(tok.pieces.size()) + " pieces)");
-    }
-  }
-  torch::NoGradGuard no_grad;
-  const auto from = base.model->named_parameters();
-  size_t copied = 0, kept = 0;
-  for (auto& p : model->named_parameters()) {
-    const bool head = p.key().rfind("heads", 0) == 0, mtp = p.key().rfind("mtp_", 0) == 0;
-    const torch::Tensor* src = from.find(p.key());
-    if (head || mtp) {
-      ++kept;
-    } else if (src && src->sizes() == p.value().sizes()) {
-      p.value().copy_(*src);
-      ++copied;
-    } else {
-      throw Error(ErrorCode::kInvalidArgument, "train: --init-from '" + path + "' has no tensor " + p.key() + " of the run's shape");
-    }
-  }
-  std::fprintf(stderr, "train: initialised from %s (%zu tensors; %zu head/MTP tensors keep their init)\n", base.checkpoint.c_str(),
-               copied, kept);
 }
 
 double Train(const TrainOptions& o) {
