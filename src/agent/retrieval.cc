@@ -1,5 +1,7 @@
 #include "agent/retrieval.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,143 @@
 namespace needle {
 
 std::string RetrievalToolText(std::string_view tool_json) { return std::string(tool_json); }
+
+namespace {
+
+// Function words that say nothing about which tool is meant.
+constexpr std::string_view kStopWords[] = {
+    "a",    "an",   "and",  "are",  "as",    "at",   "be",   "by",    "can",   "could", "do",   "for",  "from", "get",
+    "i",    "in",   "is",   "it",   "me",    "my",   "of",   "on",    "or",    "our",   "please", "set", "so",  "that",
+    "the",  "this", "to",   "up",   "us",    "we",   "what", "which", "with",  "would", "you",  "your", "will", "just",
+    "now",  "some", "any",  "all",  "there", "it's", "i'm",  "want",  "need",  "thanks", "thank", "hey", "okay", "ok",
+};
+
+bool IsStopWord(std::string_view w) {
+  return std::find(std::begin(kStopWords), std::end(kStopWords), w) != std::end(kStopWords);
+}
+
+bool Upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
+bool Lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
+bool Digit(unsigned char c) { return c >= '0' && c <= '9'; }
+bool WordByte(unsigned char c) { return Upper(c) || Lower(c) || Digit(c) || c >= 0x80; }
+
+// Plural and verb endings, so "switches"/"switch" and "dimming"/"dim" meet
+// (the prefix match in Matches covers what this leaves, e.g. "minut"/"minute").
+std::string Stem(std::string w) {
+  auto strip = [&](std::string_view suffix, size_t min_left) {
+    if (w.size() >= suffix.size() + min_left && w.compare(w.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      w.resize(w.size() - suffix.size());
+      return true;
+    }
+    return false;
+  };
+  if (strip("ies", 3)) return w + "y";
+  if (strip("ing", 3) || strip("es", 3) || strip("ed", 3)) return w;
+  if (w.size() > 3 && w.back() == 's' && w[w.size() - 2] != 's') w.pop_back();
+  return w;
+}
+
+bool Matches(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  const std::string& shorter = a.size() < b.size() ? a : b;
+  const std::string& longer = a.size() < b.size() ? b : a;
+  return shorter.size() >= 4 && longer.compare(0, shorter.size(), shorter) == 0;
+}
+
+void AddTerms(std::string_view text, std::vector<std::string>& out) {
+  size_t i = 0;
+  while (i < text.size()) {
+    if (!WordByte(uint8_t(text[i]))) {
+      ++i;
+      continue;
+    }
+    // One word: up to a non-word byte, a lower-to-upper change ("setLights"),
+    // the last capital of a run before a lower-case letter ("HTTPServer") or
+    // a letter/digit change ("mp3", "zone2").
+    size_t j = i + 1;
+    for (; j < text.size(); ++j) {
+      const uint8_t prev = uint8_t(text[j - 1]), c = uint8_t(text[j]);
+      if (!WordByte(c)) break;
+      if (Lower(prev) && Upper(c)) break;
+      if (Upper(prev) && Upper(c) && j + 1 < text.size() && Lower(uint8_t(text[j + 1]))) break;
+      if (Digit(prev) != Digit(c)) break;
+    }
+    std::string w(text.substr(i, j - i));
+    i = j;
+    bool digits = true;
+    for (char& c : w) {
+      if (Upper(uint8_t(c))) c = char(c - 'A' + 'a');
+      digits &= Digit(uint8_t(c));
+    }
+    if (digits || w.size() < 2 || IsStopWord(w)) continue;
+    w = Stem(std::move(w));
+    if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(std::move(w));
+  }
+}
+
+void AddSchemaTerms(const nlohmann::ordered_json& schema, std::vector<std::string>& out, int depth) {
+  if (!schema.is_object() || depth > 8) return;
+  if (auto d = schema.find("description"); d != schema.end() && d->is_string()) AddTerms(d->get_ref<const std::string&>(), out);
+  if (auto e = schema.find("enum"); e != schema.end() && e->is_array()) {
+    for (const auto& v : *e) {
+      if (v.is_string()) AddTerms(v.get_ref<const std::string&>(), out);
+    }
+  }
+  if (auto p = schema.find("properties"); p != schema.end() && p->is_object()) {
+    for (const auto& [key, sub] : p->items()) {
+      AddTerms(key, out);
+      AddSchemaTerms(sub, out, depth + 1);
+    }
+  }
+  if (auto it = schema.find("items"); it != schema.end()) AddSchemaTerms(*it, out, depth + 1);
+}
+
+}  // namespace
+
+std::vector<std::string> LexicalTerms(std::string_view text) {
+  std::vector<std::string> out;
+  AddTerms(text, out);
+  return out;
+}
+
+std::vector<std::string> ToolLexicalTerms(const nlohmann::ordered_json& tool) {
+  std::vector<std::string> out;
+  if (!tool.is_object()) return out;
+  if (auto n = tool.find("name"); n != tool.end() && n->is_string()) AddTerms(n->get_ref<const std::string&>(), out);
+  if (auto d = tool.find("description"); d != tool.end() && d->is_string()) AddTerms(d->get_ref<const std::string&>(), out);
+  if (auto p = tool.find("parameters"); p != tool.end()) AddSchemaTerms(*p, out, 0);
+  return out;
+}
+
+std::vector<float> LexicalScores(const std::vector<std::string>& query_terms,
+                                 const std::vector<std::vector<std::string>>& tool_terms) {
+  const size_t n = tool_terms.size();
+  std::vector<float> scores(n, 0.0f);
+  double total = 0.0;
+  std::vector<uint8_t> hit(n);
+  for (const std::string& q : query_terms) {
+    size_t df = 0;
+    for (size_t i = 0; i < n; ++i) {
+      hit[i] = 0;
+      for (const std::string& t : tool_terms[i]) {
+        if (Matches(q, t)) {
+          hit[i] = 1;
+          break;
+        }
+      }
+      df += hit[i];
+    }
+    const double idf = std::log(1.0 + (double(n) + 1.0) / (double(df) + 0.5));
+    total += idf;
+    for (size_t i = 0; i < n; ++i) {
+      if (hit[i]) scores[i] += float(idf);
+    }
+  }
+  if (total > 0.0) {
+    for (float& s : scores) s = float(s / total);
+  }
+  return scores;
+}
 
 uint64_t ToolFingerprint(std::string_view tool_json, uint64_t model_fingerprint) {
   return Fnv1a64(tool_json, Fnv1a64(&model_fingerprint, sizeof model_fingerprint));

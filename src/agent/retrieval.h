@@ -18,9 +18,30 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace needle {
 
 std::string RetrievalToolText(std::string_view tool_json);  // the compact JSON of one tool
+
+// Lexical evidence beside the learned embedding: the words a request shares
+// with a tool's name, description, parameter names and descriptions and enum
+// values. Words are split at case changes, digits-only words and common
+// function words dropped, plurals and -ing/-ed endings stripped, lowercased,
+// each kept once. Why: a small head ranks tools it never saw no better than
+// word overlap does (measured in docs/agent.md), and the two err on
+// different requests.
+std::vector<std::string> LexicalTerms(std::string_view text);
+// The terms of one tool schema ({"name", "description", "parameters"}),
+// nested properties and array items included.
+std::vector<std::string> ToolLexicalTerms(const nlohmann::ordered_json& tool);
+// Per tool: the catalogue-IDF-weighted share of the query's terms that the
+// tool matches, in [0, 1]. A query term matches a tool term that equals it
+// or, both at least 4 letters, is a prefix of it or has it as prefix
+// ("light"/"lights", "temp"/"temperature"). A term no tool has weighs
+// log(1 + 2(n + 1)), so the shares stay comparable across queries.
+std::vector<float> LexicalScores(const std::vector<std::string>& query_terms,
+                                 const std::vector<std::vector<std::string>>& tool_terms);
 uint64_t ToolFingerprint(std::string_view tool_json, uint64_t model_fingerprint);
 
 class ToolIndex {

@@ -54,6 +54,8 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : m
   if (!model_) throw Error(ErrorCode::kNoModel, "session: no model");
   if (!(opt_.tool_score_bias >= 0.0f) || std::isinf(opt_.tool_score_bias))
     throw Error(ErrorCode::kInvalidArgument, "session: tool_score_bias must be finite and >= 0");
+  if (!(opt_.lexical_weight >= 0.0f) || std::isinf(opt_.lexical_weight))
+    throw Error(ErrorCode::kInvalidArgument, "session: lexical_weight must be finite and >= 0");
   if (!(opt_.copy_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: copy_bias must be >= 0 (0 turns copying off)");
   if (opt_.threads > 1) pool_ = std::make_unique<ThreadPool>(opt_.threads);
   const Tokenizer& tok = model_->tokenizer();
@@ -101,6 +103,8 @@ void Session::SetTools(const nlohmann::ordered_json& tools_in) {
   RenderToolsJson(tools);  // validates names/shape with the prompt's rules
   auto grammar = grammar::ToolGrammar::Compile(nlohmann::json::parse(tools.dump()));
   tools_ = tools;
+  tool_terms_.clear();
+  for (const auto& t : tools_) tool_terms_.push_back(ToolLexicalTerms(t));
   grammar_ = std::move(grammar);
   warnings_ = grammar_->warnings();
   matcher_ = std::make_unique<grammar::GrammarMatcher>(grammar_, model_->trie());
@@ -238,6 +242,13 @@ void Session::RememberTurnText(std::string_view text) {
   if (!facts.empty()) segments.push_back(facts);
   for (const std::string& pin : pins_) segments.push_back(pin);
   for (const std::string& t : copy_texts_) segments.push_back(t);
+  // Numbers spelled in words are copies too, as digits ("fifty seven" -> 57).
+  std::vector<std::string> spelled;
+  spelled.reserve(copy_texts_.size() + 1);
+  for (const std::string& t : copy_texts_) spelled.push_back(grammar::SpelledNumbers(t));
+  for (const std::string& t : spelled) {
+    if (!t.empty()) segments.push_back(t);
+  }
   copy_source_.Build(segments);
 }
 
@@ -247,9 +258,16 @@ std::vector<uint32_t> Session::SelectTools(std::string_view query) {
   for (uint32_t i = 0; i < n; ++i) all[i] = i;
   const HeadWeights* head = model_->contrastive();
   tool_scores_.clear();
-  if (head && n > 0 && (n > opt_.retrieval_top_k || opt_.tool_score_bias > 0.0f)) tool_scores_ = ScoreTools(query);
+  const bool lexical = opt_.lexical_weight > 0.0f;
+  if ((head || lexical) && n > 0 && (n > opt_.retrieval_top_k || opt_.tool_score_bias > 0.0f)) {
+    tool_scores_ = head ? ScoreTools(query) : std::vector<float>(n, 0.0f);
+    if (lexical) {
+      const std::vector<float> words = LexicalScores(LexicalTerms(query), tool_terms_);
+      for (uint32_t i = 0; i < n; ++i) tool_scores_[i] += opt_.lexical_weight * words[i];
+    }
+  }
   if (n <= opt_.retrieval_top_k) return all;
-  if (!head) {
+  if (!head && !lexical) {
     const std::string w = "retrieval: the model has no contrastive head; all " + std::to_string(n) + " tools are in the context";
     if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(w);
     return all;

@@ -54,13 +54,19 @@ struct SessionOptions {
   // copies. 0 turns it off; INFINITY makes it a rule (a copy is taken
   // whenever one fits). The grammar's language is the same either way.
   float copy_bias = kDefaultCopyBias;
-  static constexpr float kDefaultCopyBias = 4.0f;
+  static constexpr float kDefaultCopyBias = 8.0f;
   // Logit bonus per unit of retrieval similarity (the contrastive head's
   // query-tool cosine, relative to the best declared tool) for the tokens
   // that name a call: the tool the retrieval head prefers is preferred when
   // naming. 0 turns it off; without a contrastive head it does nothing.
   float tool_score_bias = kDefaultToolScoreBias;
   static constexpr float kDefaultToolScoreBias = 100.0f;
+  // Weight of the lexical score (LexicalScores: the share of the request's
+  // words a tool's schema has) added to the head's cosine when tools are
+  // ranked (retrieval and tool_score_bias). 0 turns it off; without a
+  // contrastive head a positive weight ranks by words alone.
+  float lexical_weight = kDefaultLexicalWeight;
+  static constexpr float kDefaultLexicalWeight = 1.0f;
 };
 
 // Whether ids ends in a degenerate loop: its last kLoopTokens tokens repeat one
@@ -177,6 +183,7 @@ class Session {
 
   std::vector<int32_t> sink_ids_, turn_ids_;
   std::vector<float> tool_scores_;  // [tools] for the last query (empty: none)
+  std::vector<std::vector<std::string>> tool_terms_;  // [tools] ToolLexicalTerms
   std::vector<float> name_scores_;  // [tools] this turn: score of active tools, -inf otherwise
   std::vector<uint8_t> name_spent_;  // [tools] this turn: 1 = a call already named it
   // Recent turn texts (newest last, kCopyTextBytes in all at most, the newest

@@ -210,6 +210,43 @@ TEST(Session, RetrievalPicksFiveAndPersistsTheIndex) {
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(index))["entries"].size(), 13u);
 }
 
+// Without a contrastive head, a positive lexical_weight still retrieves: the
+// five tools sharing the most distinctive words with the request, no warning.
+TEST(Session, LexicalWeightRetrievesWithoutTheHead) {
+  auto model = testing::AgentModel(8, /*contrastive=*/false);
+  ordered_json tools = ordered_json::parse(testing::kFiveTools);
+  for (int i = 0; i < 7; ++i) {
+    tools.push_back({{"name", "tool_" + std::to_string(i)},
+                     {"description", "Synthetic tool number " + std::to_string(i)},
+                     {"parameters", {{"type", "object"}, {"properties", {{"x", {{"type", "integer"}}}}}}}});
+  }
+  SessionOptions o = Small();
+  o.lexical_weight = 0.0f;
+  Session plain(model, o);
+  plain.SetTools(tools);
+  ASSERT_TRUE(plain.Query("dim the kitchen lights").success());
+  EXPECT_EQ(plain.active_tools().size(), tools.size());
+  EXPECT_EQ(plain.warnings().size(), 1u) << "all tools in the context, with a warning";
+  o.lexical_weight = 1.0f;
+  Session s(model, o);
+  s.SetTools(tools);
+  const Envelope e = s.Query("dim the kitchen lights");
+  ASSERT_TRUE(e.success()) << e.Dump();
+  ASSERT_EQ(s.active_tools().size(), 5u);
+  EXPECT_TRUE(e.warnings.empty()) << e.Dump();
+  bool lights = false;
+  for (uint32_t i : s.active_tools()) lights = lights || s.tools()[i]["name"] == "set_lights";
+  EXPECT_TRUE(lights);
+  const std::vector<float>& scores = s.tool_scores();
+  ASSERT_EQ(scores.size(), tools.size());
+  EXPECT_EQ(std::max_element(scores.begin(), scores.end()) - scores.begin(), 2) << "set_lights is the third tool";
+  SessionOptions bad;
+  bad.lexical_weight = -1.0f;
+  EXPECT_THROW(Session(model, bad), Error);
+  bad.lexical_weight = INFINITY;
+  EXPECT_THROW(Session(model, bad), Error);
+}
+
 TEST(Session, ConfidenceIsNullWithoutTheHead) {
   Session s(testing::AgentModel(9, true, false), Small());
   s.SetToolsJson(testing::kFiveTools);
@@ -413,6 +450,35 @@ TEST(Session, InfiniteCopyBiasCopiesFromTheConversation) {
   SessionOptions bad;
   bad.copy_bias = -1.0f;
   EXPECT_THROW(Session(testing::AgentModel(3), bad), Error);
+}
+
+// Numbers spelled in words are in the copy source as digits: with an infinite
+// copy bias an integer argument is the request's number, however it is written.
+TEST(Session, SpelledNumbersAreCopiedAsDigits) {
+  const char* tools = R"([{"name":"volume","parameters":{"type":"object","properties":{
+      "level":{"type":"integer"}},"required":["level"]}}])";
+  const std::pair<const char*, int> cases[] = {{"set the volume to fifty seven", 57},
+                                               {"volume twenty-two please", 22},
+                                               {"turn it up to one hundred and five", 105},
+                                               {"volume 64 percent", 64}};
+  size_t calls = 0;
+  for (uint64_t seed : {3, 5, 8}) {
+    SessionOptions o = Small();
+    o.copy_bias = INFINITY;
+    Session s(testing::AgentModel(seed), o);
+    s.SetToolsJson(tools);
+    for (const auto& [q, want] : cases) {
+      const Envelope e = s.Query(q);
+      ASSERT_TRUE(e.success()) << e.Dump();
+      // (The first call: this random model rambles on into a second one that
+      // the call budget cuts and the grammar completes with 0.)
+      if (e.function_calls.empty()) continue;
+      ++calls;
+      EXPECT_EQ(e.function_calls[0]["arguments"]["level"], want) << q << " -> " << e.Dump();
+      s.Reset();
+    }
+  }
+  EXPECT_GE(calls, 4u);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -93,5 +94,13 @@ class CopySource {
 // whether any token was marked.
 bool MarkCopyTokens(const TokenTrie& trie, const CopySource& source, uint32_t state, bool nonempty, std::string_view close,
                     CopySource::End end, std::span<uint32_t> bits, std::span<uint32_t> walk);
+
+// The numbers `text` spells in English words, as digits separated by spaces
+// ("fifty seven" -> "57", "one hundred and five" -> "105", "twenty-two" ->
+// "22", "a thousand" -> "1000"); "" when it spells none. The session adds
+// this to the copy source, so "dim to fifty seven" makes 57 a copy as "dim
+// to 57" does. Digits said one by one ("five five one") stay separate
+// numbers; ordinals and fractions are not read.
+std::string SpelledNumbers(std::string_view text);
 
 }  // namespace needle::grammar

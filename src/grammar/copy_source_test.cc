@@ -126,5 +126,28 @@ TEST(CopySource, FoldsCaseAndRejectsControlBytes) {
   EXPECT_TRUE(src.Contains(""));
 }
 
+TEST(SpelledNumbers, ReadsEnglishNumberWords) {
+  EXPECT_EQ(SpelledNumbers("dim the lights to fifty seven"), "57");
+  EXPECT_EQ(SpelledNumbers("Set a timer for ten minutes"), "10");
+  EXPECT_EQ(SpelledNumbers("twenty-two degrees, then Twelve"), "22 12");
+  EXPECT_EQ(SpelledNumbers("one hundred and five"), "105");
+  EXPECT_EQ(SpelledNumbers("one hundred twenty five euros"), "125");
+  EXPECT_EQ(SpelledNumbers("a hundred and fifty"), "150");
+  EXPECT_EQ(SpelledNumbers("two thousand three hundred"), "2300");
+  EXPECT_EQ(SpelledNumbers("one million two hundred thousand and one"), "1200001");
+  EXPECT_EQ(SpelledNumbers("nineteen hundred"), "1900");
+  EXPECT_EQ(SpelledNumbers("zero"), "0");
+  // Digits said one by one, tens after tens, and numbers apart stay apart.
+  EXPECT_EQ(SpelledNumbers("dial five five one"), "5 5 1");
+  EXPECT_EQ(SpelledNumbers("ten twenty"), "10 20");
+  EXPECT_EQ(SpelledNumbers("six, seven"), "6 7");
+  EXPECT_EQ(SpelledNumbers("sixty 5"), "60");
+  EXPECT_EQ(SpelledNumbers("three and four"), "3 4");
+  // Not numbers: parts of words, ordinals, nothing at all.
+  EXPECT_EQ(SpelledNumbers("often tenth someone"), "");
+  EXPECT_EQ(SpelledNumbers(""), "");
+  EXPECT_EQ(SpelledNumbers("12 minutes"), "");
+}
+
 }  // namespace
 }  // namespace needle::grammar

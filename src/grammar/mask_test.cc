@@ -315,6 +315,34 @@ TEST_P(CopyMaskAgreement, MarksExactlyTheTokensThatKeepACopy) {
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, CopyMaskAgreement, ::testing::Values("bytes", "golden", "synthetic"));
 
+// A copied number may start with '-' only where a digit follows it in the
+// source: the hyphen of "twenty-two" is no number's sign, that of "-5" is.
+TEST(CopyMask, MinusStartsACopiedNumberOnlyBeforeADigit) {
+  const std::unique_ptr<Tokenizer> tok = MakeTokenizer("bytes");
+  auto trie = std::make_shared<const TokenTrie>(*tok);
+  GrammarMatcher m(ToolGrammar::Compile(std::string_view(testing::kFiveTools)), trie);
+  std::vector<uint32_t> bits(trie->mask_words());
+  auto id_of = [&](std::string_view bytes) {
+    for (int32_t id = 0; id < trie->vocab_size(); ++id)
+      if (trie->Eligible(id) && trie->Bytes(id) == bytes) return id;
+    return -1;
+  };
+  const int32_t seven = id_of("7"), minus_id = id_of("-");
+  ASSERT_GE(seven, 0);
+  ASSERT_GE(minus_id, 0);
+  for (const auto& [text, minus] : {std::pair{"set it to twenty-two 7", false}, std::pair{"cool to -5 or 7", true}}) {
+    CopySource src;
+    const std::string_view segments[] = {text};
+    src.Build(segments);
+    m.SetCopySource(&src);
+    m.Reset();
+    ASSERT_TRUE(m.AcceptBytes(R"([{"name":"set_lights","arguments":{"state":"on","brightness":)"));
+    ASSERT_TRUE(m.ComputeCopyMask(bits)) << text;
+    EXPECT_TRUE(Bit(bits, seven)) << text;
+    EXPECT_EQ(Bit(bits, minus_id), minus) << text;
+  }
+}
+
 }  // namespace
 }  // namespace needle::grammar
 

@@ -648,7 +648,28 @@ bool GrammarMatcher::ComputeCopyMask(std::span<uint32_t> bits) {
   const Node& n = grammar_->nodes[top.node];
   if (n.kind == NodeKind::kNumber) {
     // Digits copied from the conversation ("12 minutes" -> 12); a number ends at the byte after it.
-    return MarkCopyTokens(*trie_, *copy_, top.v, top.phase > 0, ",}] ", CopySource::End::kNumber, bits, copy_walk_);
+    bool any = MarkCopyTokens(*trie_, *copy_, top.v, top.phase > 0, ",}] ", CopySource::End::kNumber, bits, copy_walk_);
+    if (any && top.phase == 0) {
+      // A lone '-' copies any hyphen ("twenty-two"); it starts a copied number
+      // only where a digit follows it in the source.
+      const uint32_t minus = copy_->Step(top.v, '-');
+      bool digit_follows = false;
+      for (uint8_t d = '0'; d <= '9' && !digit_follows; ++d) digit_follows = copy_->Step(minus, d) != CopySource::kDead;
+      if (!digit_follows) {
+        any = false;
+        for (size_t w = 0; w < bits.size(); ++w) {
+          for (uint32_t m = bits[w]; m; m &= m - 1) {
+            const int32_t id = int32_t(w * 32 + uint32_t(__builtin_ctz(m)));
+            const std::string_view bytes = trie_->Bytes(id);
+            if (!bytes.empty() && bytes[0] == '-' && (bytes.size() == 1 || bytes[1] < '0' || bytes[1] > '9')) {
+              bits[w] &= ~(1u << (id & 31));
+            }
+          }
+          any |= bits[w] != 0;
+        }
+      }
+    }
+    return any;
   }
   if (n.kind != NodeKind::kString || !n.generic_string || top.phase != 1 || top.a != 0) return false;
   return MarkCopyTokens(*trie_, *copy_, uint32_t(top.z), top.v > 0, "\"", CopySource::End::kWord, bits, copy_walk_);

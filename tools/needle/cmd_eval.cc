@@ -216,7 +216,8 @@ int RunEval(int argc, char** argv) {
              {"max-new-tokens", "N", "call budget per turn (default 256)"},
              {"max-think-tokens", "N", "reasoning budget per turn (default 96)"},
           {"tool-score-bias", "B", "logit bonus per unit of retrieval similarity when naming a call (default 100; 0 off)"},
-          {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 4; 0 off, inf always)"},
+          {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
+          {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 8; 0 off, inf always)"},
              {"long-session", "N", "also re-ask each single-turn example after N turns of other traffic"},
              {"json", "", "print only the final JSON object (default: a table, then the JSON)"},
              {"failures", "FILE", "write the mispredicted turns (JSONL)"},
@@ -248,6 +249,7 @@ int RunEval(int argc, char** argv) {
   opt.max_think_tokens = static_cast<uint32_t>(args.GetInt("max-think-tokens", opt.max_think_tokens));
   opt.copy_bias = static_cast<float>(args.GetDouble("copy-bias", opt.copy_bias));
   opt.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", opt.tool_score_bias));
+  opt.lexical_weight = static_cast<float>(args.GetDouble("lexical-weight", opt.lexical_weight));
   const long long long_session = args.GetInt("long-session", 0);
   const unsigned jobs = static_cast<unsigned>(std::max(1LL, args.GetInt("jobs", 1)));
 

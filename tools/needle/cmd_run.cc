@@ -48,7 +48,8 @@ std::vector<FlagSpec> SessionFlags() {
           {"max-new-tokens", "N", "call budget per turn (default 256)"},
           {"max-think-tokens", "N", "reasoning budget per turn (default 96)"},
           {"tool-score-bias", "B", "logit bonus per unit of retrieval similarity when naming a call (default 100; 0 off)"},
-          {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 4; 0 off, inf always)"},
+          {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
+          {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 8; 0 off, inf always)"},
           {"tool-index", "FILE", "persist tool embeddings for retrieval (more than 5 tools)"},
           {"threads", "K", "compute threads (default 1)"}};
 }
@@ -60,6 +61,7 @@ std::unique_ptr<Session> MakeSession(const Args& args) {
   o.max_think_tokens = static_cast<uint32_t>(args.GetInt("max-think-tokens", o.max_think_tokens));
   o.copy_bias = static_cast<float>(args.GetDouble("copy-bias", o.copy_bias));
   o.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", o.tool_score_bias));
+  o.lexical_weight = static_cast<float>(args.GetDouble("lexical-weight", o.lexical_weight));
   o.threads = static_cast<uint32_t>(args.GetInt("threads", 1));
   o.tool_index_path = args.Get("tool-index");
   if (o.max_new_tokens < 1 || o.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--max-new-tokens and --threads must be positive");

@@ -1,0 +1,69 @@
+// Lexical retrieval scores: word splitting, schema terms, IDF-weighted shares.
+#include "agent/retrieval.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace needle {
+namespace {
+
+using nlohmann::ordered_json;
+using Terms = std::vector<std::string>;
+
+TEST(Lexical, TermsSplitNamesAndDropWhatSaysNothing) {
+  EXPECT_EQ(LexicalTerms("setLights"), (Terms{"light"}));  // "set" is a function word here
+  EXPECT_EQ(LexicalTerms("HTTPServer get_weather-forecast"), (Terms{"http", "server", "weather", "forecast"}));
+  EXPECT_EQ(LexicalTerms("Turn the kitchen lights to 30 please"), (Terms{"turn", "kitchen", "light"}));
+  EXPECT_EQ(LexicalTerms("zone2 mp3"), (Terms{"zone", "mp"}));
+  EXPECT_EQ(LexicalTerms("switches dimming batteries recorded"), (Terms{"switch", "dimm", "battery", "record"}));
+  EXPECT_EQ(LexicalTerms("Lights LIGHTS light"), (Terms{"light"}));  // each term once
+  EXPECT_TRUE(LexicalTerms("").empty());
+  EXPECT_TRUE(LexicalTerms("  ,;!? 42 7 ").empty());
+  // Bytes beyond ASCII stay in words (matched as they are, not split or dropped).
+  EXPECT_EQ(LexicalTerms("café über"), (Terms{"café", "über"}));
+}
+
+TEST(Lexical, ToolTermsCoverTheWholeSchema) {
+  const ordered_json tool = ordered_json::parse(R"({"name":"robotArm.grip","description":"Open or close the gripper",
+    "parameters":{"type":"object","properties":{
+      "mode":{"type":"string","enum":["SOFT","firmHold"]},
+      "target":{"type":"object","properties":{"shelfLabel":{"type":"string","description":"Shelf tag"}}},
+      "items":{"type":"array","items":{"type":"object","properties":{"sku":{"type":"string"}}}}}}})");
+  const Terms t = ToolLexicalTerms(tool);
+  for (const char* want : {"robot", "arm", "grip", "open", "close", "gripper", "mode", "soft", "firm", "hold", "target",
+                           "shelf", "label", "tag", "item", "sku"}) {
+    EXPECT_NE(std::find(t.begin(), t.end(), want), t.end()) << want;
+  }
+  EXPECT_TRUE(ToolLexicalTerms(ordered_json::array()).empty());
+  EXPECT_EQ(ToolLexicalTerms(ordered_json::parse(R"({"name":"ping","parameters":7})")), (Terms{"ping"}));
+}
+
+TEST(Lexical, ScoresRankByTheQuerysDistinctiveWords) {
+  const std::vector<Terms> tools = {
+      ToolLexicalTerms(ordered_json::parse(R"({"name":"set_lights","description":"Turn room lights on or off"})")),
+      ToolLexicalTerms(ordered_json::parse(R"({"name":"set_thermostat","description":"Set the room temperature"})")),
+      ToolLexicalTerms(ordered_json::parse(R"({"name":"send_message","description":"Text a contact"})")),
+  };
+  const std::vector<float> s = LexicalScores(LexicalTerms("turn the kitchen lights off"), tools);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_GT(s[0], s[1]);
+  EXPECT_GT(s[0], s[2]);
+  for (float v : s) EXPECT_TRUE(v >= 0.0f && v <= 1.0f) << v;
+  // Prefix matches of 4+ letters: "temp" finds "temperature", "tex" is too short for "text".
+  const std::vector<float> t = LexicalScores(LexicalTerms("raise the temp"), tools);
+  EXPECT_GT(t[1], 0.0f);
+  EXPECT_EQ(t[0], 0.0f);
+  EXPECT_EQ(LexicalScores(LexicalTerms("tex"), tools)[2], 0.0f);
+  // A word every tool has ranks none above another; a word none has only dilutes.
+  const std::vector<float> room = LexicalScores(LexicalTerms("room"), tools);
+  EXPECT_EQ(room[0], room[1]);
+  EXPECT_GT(LexicalScores(LexicalTerms("thermostat"), tools)[1],
+            LexicalScores(LexicalTerms("thermostat banana"), tools)[1]);
+  // Nothing to go on: all zero; no tools: no scores.
+  EXPECT_EQ(LexicalScores({}, tools), (std::vector<float>{0, 0, 0}));
+  EXPECT_TRUE(LexicalScores(LexicalTerms("lights"), {}).empty());
+}
+
+}  // namespace
+}  // namespace needle
