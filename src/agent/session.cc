@@ -56,6 +56,8 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : m
     throw Error(ErrorCode::kInvalidArgument, "session: tool_score_bias must be finite and >= 0");
   if (!(opt_.lexical_weight >= 0.0f) || std::isinf(opt_.lexical_weight))
     throw Error(ErrorCode::kInvalidArgument, "session: lexical_weight must be finite and >= 0");
+  if (!(opt_.refusal_score_penalty >= 0.0f) || std::isinf(opt_.refusal_score_penalty) || !std::isfinite(opt_.refusal_score_threshold))
+    throw Error(ErrorCode::kInvalidArgument, "session: refusal_score_penalty must be finite and >= 0, refusal_score_threshold finite");
   if (!(opt_.copy_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: copy_bias must be >= 0 (0 turns copying off)");
   if (opt_.threads > 1) pool_ = std::make_unique<ThreadPool>(opt_.threads);
   const Tokenizer& tok = model_->tokenizer();
@@ -216,6 +218,8 @@ int32_t Session::ArgmaxNamingCall() const {
         float fit = -INFINITY;
         for (uint32_t r = lo; r < hi && r < tool_of_rank.size(); ++r) fit = std::max(fit, name_scores_[tool_of_rank[r]]);
         if (fit > -INFINITY) v += opt_.tool_score_bias * (fit - best_score);
+      } else if (refusal_bias_ != 0.0f && tok.TokenBytes(id).find(']') != std::string_view::npos) {
+        v += refusal_bias_;
       }
       if (v > best_v) best_v = v, best = id;
     }
@@ -463,6 +467,15 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
 
   // ---- the constrained call
   const bool name_bias = opt_.tool_score_bias > 0.0f && tool_scores_.size() == tools_.size();
+  // A tool the ranking rates highly makes refusing less likely (query turns,
+  // until a call is named): the tokens that close the calls array lose
+  // refusal_score_penalty x (best active score - refusal_score_threshold).
+  refusal_bias_ = 0.0f;
+  if (name_bias && kind == TurnKind::kQuery && opt_.refusal_score_penalty > 0.0f) {
+    float best = -INFINITY;
+    for (uint32_t i : active_) best = std::max(best, tool_scores_[i]);
+    if (best > opt_.refusal_score_threshold) refusal_bias_ = -opt_.refusal_score_penalty * (best - opt_.refusal_score_threshold);
+  }
   if (name_bias) {
     name_scores_.assign(tools_.size(), -INFINITY);
     name_spent_.assign(tools_.size(), 0);
@@ -510,6 +523,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     if (id == int32_t(kToolCallEndId)) break;
     if (!matcher_->AcceptToken(id)) throw Error(ErrorCode::kInternal, "grammar: an allowed token was rejected");
     if (naming) SpendNameScore(matcher_->NamedTool());
+    if (refusal_bias_ != 0.0f && matcher_->NamedTool() >= 0) refusal_bias_ = 0.0f;  // a call is named: no refusal left
     call.push_back(id);
     turn_ids_.push_back(id);
     Feed(std::span<const int32_t>(&id, 1), true);

@@ -67,6 +67,15 @@ struct SessionOptions {
   // contrastive head a positive weight ranks by words alone.
   float lexical_weight = kDefaultLexicalWeight;
   static constexpr float kDefaultLexicalWeight = 1.0f;
+  // When the best active tool's ranking score (the same as tool_score_bias
+  // uses) exceeds refusal_score_threshold, refusing (closing the calls array
+  // before any call) loses refusal_score_penalty x (score - threshold) on a
+  // query turn: the small model refuses requests its top-ranked tool plainly
+  // serves. Applies with tool_score_bias > 0. 0 turns it off.
+  float refusal_score_penalty = kDefaultRefusalScorePenalty;
+  float refusal_score_threshold = kDefaultRefusalScoreThreshold;
+  static constexpr float kDefaultRefusalScorePenalty = 40.0f;
+  static constexpr float kDefaultRefusalScoreThreshold = 0.6f;
 };
 
 // Whether ids ends in a degenerate loop: its last kLoopTokens tokens repeat one
@@ -183,6 +192,7 @@ class Session {
 
   std::vector<int32_t> sink_ids_, turn_ids_;
   std::vector<float> tool_scores_;  // [tools] for the last query (empty: none)
+  float refusal_bias_ = 0.0f;       // this turn: added to the logits of refusing tokens (<= 0)
   std::vector<std::vector<std::string>> tool_terms_;  // [tools] ToolLexicalTerms
   std::vector<float> name_scores_;  // [tools] this turn: score of active tools, -inf otherwise
   std::vector<uint8_t> name_spent_;  // [tools] this turn: 1 = a call already named it

@@ -226,14 +226,15 @@ TEST(Session, LexicalWeightRetrievesWithoutTheHead) {
   plain.SetTools(tools);
   ASSERT_TRUE(plain.Query("dim the kitchen lights").success());
   EXPECT_EQ(plain.active_tools().size(), tools.size());
-  EXPECT_EQ(plain.warnings().size(), 1u) << "all tools in the context, with a warning";
+  ASSERT_EQ(plain.warnings().size(), 1u);
+  EXPECT_NE(plain.warnings()[0].find("retrieval"), std::string::npos) << "all tools in the context, with a warning";
   o.lexical_weight = 1.0f;
   Session s(model, o);
   s.SetTools(tools);
   const Envelope e = s.Query("dim the kitchen lights");
   ASSERT_TRUE(e.success()) << e.Dump();
   ASSERT_EQ(s.active_tools().size(), 5u);
-  EXPECT_TRUE(e.warnings.empty()) << e.Dump();
+  for (const std::string& w : e.warnings) EXPECT_EQ(w.find("retrieval"), std::string::npos) << w;
   bool lights = false;
   for (uint32_t i : s.active_tools()) lights = lights || s.tools()[i]["name"] == "set_lights";
   EXPECT_TRUE(lights);
@@ -486,6 +487,41 @@ TEST(Session, SpelledNumbersAreCopiedAsDigits) {
 
 namespace needle {
 namespace {
+
+// A top-ranked tool above the threshold makes refusing costly: with a huge
+// penalty and a threshold every score clears, query turns always call.
+TEST(Session, RefusalScorePenaltyKeepsRankedToolsCalled) {
+  const char* queries[] = {"turn on the kitchen lights", "remind me in 10 minutes", "text Ana that I'm late",
+                           "is it raining in Oslo", "set a 5 minute timer"};
+  size_t refused_plain = 0, refused_penalised = 0, turns = 0;
+  for (uint64_t seed : {3, 5, 8}) {
+    auto model = testing::AgentModel(seed);
+    SessionOptions plain = Small(), penalised = Small();
+    plain.refusal_score_penalty = 0.0f;
+    penalised.refusal_score_penalty = 1e6f;
+    penalised.refusal_score_threshold = -100.0f;
+    Session a(model, plain), b(model, penalised);
+    a.SetToolsJson(testing::kFiveTools);
+    b.SetToolsJson(testing::kFiveTools);
+    for (const char* q : queries) {
+      const Envelope ea = a.Query(q), eb = b.Query(q);
+      ASSERT_TRUE(ea.success() && eb.success()) << ea.Dump() << eb.Dump();
+      ++turns;
+      refused_plain += ea.type == EnvelopeType::kRefuse;
+      refused_penalised += eb.type == EnvelopeType::kRefuse;
+      a.Reset();
+      b.Reset();
+    }
+  }
+  EXPECT_GT(refused_plain, 0u) << "these random models refuse some requests when left alone";
+  EXPECT_EQ(refused_penalised, 0u) << "of " << turns;
+  SessionOptions bad;
+  bad.refusal_score_penalty = -1.0f;
+  EXPECT_THROW(Session(testing::AgentModel(3), bad), Error);
+  bad.refusal_score_penalty = 1.0f;
+  bad.refusal_score_threshold = NAN;
+  EXPECT_THROW(Session(testing::AgentModel(3), bad), Error);
+}
 
 // With a large tool_score_bias the first call is named after the tool the
 // retrieval head scores highest (among those in the context).

@@ -216,6 +216,8 @@ int RunEval(int argc, char** argv) {
              {"max-new-tokens", "N", "call budget per turn (default 256)"},
              {"max-think-tokens", "N", "reasoning budget per turn (default 96)"},
           {"tool-score-bias", "B", "logit bonus per unit of retrieval similarity when naming a call (default 100; 0 off)"},
+          {"refusal-score-penalty", "P", "logit penalty per unit of best tool score above the threshold for refusing (default 40; 0 off)"},
+          {"refusal-score-threshold", "T", "best tool score above which refusing is penalised (default 0.6)"},
           {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
           {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 8; 0 off, inf always)"},
              {"long-session", "N", "also re-ask each single-turn example after N turns of other traffic"},
@@ -250,6 +252,8 @@ int RunEval(int argc, char** argv) {
   opt.copy_bias = static_cast<float>(args.GetDouble("copy-bias", opt.copy_bias));
   opt.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", opt.tool_score_bias));
   opt.lexical_weight = static_cast<float>(args.GetDouble("lexical-weight", opt.lexical_weight));
+  opt.refusal_score_penalty = static_cast<float>(args.GetDouble("refusal-score-penalty", opt.refusal_score_penalty));
+  opt.refusal_score_threshold = static_cast<float>(args.GetDouble("refusal-score-threshold", opt.refusal_score_threshold));
   const long long long_session = args.GetInt("long-session", 0);
   const unsigned jobs = static_cast<unsigned>(std::max(1LL, args.GetInt("jobs", 1)));
 

@@ -48,6 +48,8 @@ std::vector<FlagSpec> SessionFlags() {
           {"max-new-tokens", "N", "call budget per turn (default 256)"},
           {"max-think-tokens", "N", "reasoning budget per turn (default 96)"},
           {"tool-score-bias", "B", "logit bonus per unit of retrieval similarity when naming a call (default 100; 0 off)"},
+          {"refusal-score-penalty", "P", "logit penalty per unit of best tool score above the threshold for refusing (default 40; 0 off)"},
+          {"refusal-score-threshold", "T", "best tool score above which refusing is penalised (default 0.6)"},
           {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
           {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 8; 0 off, inf always)"},
           {"tool-index", "FILE", "persist tool embeddings for retrieval (more than 5 tools)"},
@@ -62,6 +64,8 @@ std::unique_ptr<Session> MakeSession(const Args& args) {
   o.copy_bias = static_cast<float>(args.GetDouble("copy-bias", o.copy_bias));
   o.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", o.tool_score_bias));
   o.lexical_weight = static_cast<float>(args.GetDouble("lexical-weight", o.lexical_weight));
+  o.refusal_score_penalty = static_cast<float>(args.GetDouble("refusal-score-penalty", o.refusal_score_penalty));
+  o.refusal_score_threshold = static_cast<float>(args.GetDouble("refusal-score-threshold", o.refusal_score_threshold));
   o.threads = static_cast<uint32_t>(args.GetInt("threads", 1));
   o.tool_index_path = args.Get("tool-index");
   if (o.max_new_tokens < 1 || o.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--max-new-tokens and --threads must be positive");
