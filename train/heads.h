@@ -42,6 +42,7 @@ struct HeadsResult {
   double top1_before = -1, top1_after = -1, top5_before = -1, top5_after = -1;  // retrieval on val (%)
   double ece_before = -1, ece_after = -1, bce_before = -1, bce_after = -1;      // confidence on held-out rollouts
   int64_t rollouts = 0, positives = 0;
+  int64_t confidence_epoch = 0;  // the epoch whose head was kept (lowest held-out BCE; 0 = untrained)
 };
 
 HeadsResult TrainHeads(const HeadsOptions& o);

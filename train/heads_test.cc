@@ -124,6 +124,9 @@ TEST(Heads, StagesTrainAndWriteALoadableBase) {
               r.top1_after, r.top5_before, r.top5_after, r.bce_before, r.bce_after, r.ece_before, r.ece_after);
   EXPECT_GT(r.top1_after, r.top1_before);
   EXPECT_LT(r.bce_after, r.bce_before);
+  // The head kept is the epoch with the lowest held-out BCE (an epoch, not the untrained head, here).
+  EXPECT_GE(r.confidence_epoch, 1);
+  EXPECT_LE(r.confidence_epoch, 30);
   EXPECT_EQ(r.rollouts, 60);
   // The output is a base for the next stage and a loadable archive with both heads.
   const BaseModel again = LoadBase(o.out);

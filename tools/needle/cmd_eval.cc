@@ -355,6 +355,21 @@ int RunEval(int argc, char** argv) {
   for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
+  // Files in example order whatever the jobs: the workers finish in any order,
+  // and train-heads' held-out split follows the rollouts' order.
+  auto in_example_order = [](std::vector<std::string>& lines) {
+    std::vector<std::pair<std::pair<int64_t, int64_t>, std::string>> keyed;
+    keyed.reserve(lines.size());
+    for (std::string& l : lines) {
+      const json j = json::parse(l);
+      keyed.push_back({{j.value("index", int64_t(0)), j.value("turn", int64_t(0))}, std::move(l)});
+    }
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t k = 0; k < keyed.size(); ++k) lines[k] = std::move(keyed[k].second);
+  };
+  in_example_order(failures);
+  in_example_order(rollouts);
+  in_example_order(predictions);
   std::fprintf(stderr, "\n");
   ojson report = total.Report();
   report["examples"] = examples.size();

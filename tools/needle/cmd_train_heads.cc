@@ -54,9 +54,10 @@ int RunTrainHeads(int argc, char** argv) {
   }
   const train::HeadsResult r = train::TrainHeads(o);
   std::printf("{\"retrieval_top1\": [%.1f, %.1f], \"retrieval_top5\": [%.1f, %.1f], \"confidence_ece\": [%.4f, %.4f], "
-              "\"confidence_bce\": [%.4f, %.4f], \"rollouts\": %lld, \"exact\": %lld, \"out\": \"%s\"}\n",
+              "\"confidence_bce\": [%.4f, %.4f], \"confidence_epoch\": %lld, \"rollouts\": %lld, \"exact\": %lld, "
+              "\"out\": \"%s\"}\n",
               r.top1_before, r.top1_after, r.top5_before, r.top5_after, r.ece_before, r.ece_after, r.bce_before, r.bce_after,
-              (long long)r.rollouts, (long long)r.positives, o.out.c_str());
+              (long long)r.confidence_epoch, (long long)r.rollouts, (long long)r.positives, o.out.c_str());
   return 0;
 #else
   throw Error(ErrorCode::kUnsupported, "train-heads: this build has no libtorch (install libtorch-dev via scripts/setup and rebuild)");
