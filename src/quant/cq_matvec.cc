@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "base/error.h"
 #include "base/fp16.h"
@@ -38,23 +39,49 @@ using VF = hn::Vec<hn::Full128<float>>;
 // code, shift each lane right by its own bit offset, keep 3 bits; two such
 // vectors give 16 index bytes (the low byte of every lane). The per-lane
 // shift is a MulHigh by 2^(16 - s) (variable u16 shifts are not on every
-// target), so every offset s must be >= 1: the group is copied one byte in,
-// and each code sits at bit 8 + 3i of the bytes loaded for its chunk.
-HWY_INLINE void DecodeGroup3(const uint8_t* codes, uint8_t* idx) {
+// target), so every offset s must be >= 1: each chunk's window starts one
+// byte before its 3 bytes, and each code sits at bit 8 + 3i of the window.
+// The windows are cut from the group's three 16-byte registers (byte
+// alignment, zeros outside the group): no store and reload through memory,
+// whose overlapping unaligned loads defeat store forwarding.
+template <int kStart>  // the window's first byte in the group, -1..44
+HWY_INLINE V8 Window3(const V8 v0, const V8 v1, const V8 v2) {
+  const hn::Full128<uint8_t> d8;
+  if constexpr (kStart < 0) {
+    return hn::ShiftLeftBytes<-kStart>(d8, v0);
+  } else if constexpr (kStart < 16) {
+    return hn::CombineShiftRightBytes<kStart>(d8, v1, v0);
+  } else if constexpr (kStart < 32) {
+    return hn::CombineShiftRightBytes<kStart - 16>(d8, v2, v1);
+  } else {
+    return hn::ShiftRightBytes<kStart - 32>(d8, v2);
+  }
+}
+
+// Chunks k and k + 1 (16 codes) to 16 index bytes at idx + 8k.
+template <int k>
+HWY_INLINE void DecodeChunkPair3(const V8 v0, const V8 v1, const V8 v2, uint8_t* idx) {
   const hn::Full128<uint8_t> d8;
   const hn::Full128<uint16_t> d16;
   alignas(16) static constexpr uint8_t kGather[16] = {0, 1, 1, 2, 1, 2, 2, 3, 2, 3, 2, 3, 3, 4, 3, 4};
   alignas(16) static constexpr uint16_t kScale[8] = {1 << 8, 1 << 13, 1 << 10, 1 << 15, 1 << 12, 1 << 9, 1 << 14, 1 << 11};
-  alignas(16) uint8_t buf[64] = {};
-  std::memcpy(buf + 1, codes, 48);  // the 16-byte loads below reach past the group's 48 bytes
   const auto gather = hn::Load(d8, kGather);
   const auto scale = hn::Load(d16, kScale);
   const auto seven = hn::Set(d16, 7);
-  for (int k = 0; k < 16; k += 2) {
-    const auto a = hn::And(hn::MulHigh(hn::BitCast(d16, hn::TableLookupBytes(hn::LoadU(d8, buf + 3 * k), gather)), scale), seven);
-    const auto b = hn::And(hn::MulHigh(hn::BitCast(d16, hn::TableLookupBytes(hn::LoadU(d8, buf + 3 * k + 3), gather)), scale), seven);
-    hn::Store(hn::ConcatEven(d8, hn::BitCast(d8, b), hn::BitCast(d8, a)), d8, idx + 8 * k);
-  }
+  const auto a = hn::And(hn::MulHigh(hn::BitCast(d16, hn::TableLookupBytes(Window3<3 * k - 1>(v0, v1, v2), gather)), scale), seven);
+  const auto b = hn::And(hn::MulHigh(hn::BitCast(d16, hn::TableLookupBytes(Window3<3 * k + 2>(v0, v1, v2), gather)), scale), seven);
+  hn::Store(hn::ConcatEven(d8, hn::BitCast(d8, b), hn::BitCast(d8, a)), d8, idx + 8 * k);
+}
+
+template <int... kPairs>
+HWY_INLINE void DecodeChunkPairs3(const V8 v0, const V8 v1, const V8 v2, uint8_t* idx, std::integer_sequence<int, kPairs...>) {
+  (DecodeChunkPair3<2 * kPairs>(v0, v1, v2, idx), ...);
+}
+
+HWY_INLINE void DecodeGroup3(const uint8_t* codes, uint8_t* idx) {
+  const hn::Full128<uint8_t> d8;
+  const V8 v0 = hn::LoadU(d8, codes), v1 = hn::LoadU(d8, codes + 16), v2 = hn::LoadU(d8, codes + 32);
+  DecodeChunkPairs3(v0, v1, v2, idx, std::make_integer_sequence<int, 8>());
 }
 
 // Integer sums for one (row, group) against kBatch activations, 2-bit fields:
