@@ -248,7 +248,7 @@ void Session::RememberTurnText(std::string_view text) {
   for (const std::string& t : copy_texts_) segments.push_back(t);
   // Numbers spelled in words are copies too, as digits ("fifty seven" -> 57).
   std::vector<std::string> spelled;
-  spelled.reserve(copy_texts_.size() + 1);
+  spelled.reserve(copy_texts_.size());
   for (const std::string& t : copy_texts_) spelled.push_back(grammar::SpelledNumbers(t));
   for (const std::string& t : spelled) {
     if (!t.empty()) segments.push_back(t);

@@ -260,14 +260,18 @@ int RunEval(int argc, char** argv) {
   std::mutex mu;
   Score total, turn1, turn_late;
   PairedOutcomes paired_exact, paired_selection;  // turn 1 vs the late turn, case by case
-  std::vector<std::string> failures, rollouts, predictions;
+  // Output lines keyed by their example: workers finish examples in any order,
+  // the files are written in example order (train-heads' held-out split
+  // follows the rollouts' order, so it must not depend on --jobs).
+  using IndexedLines = std::vector<std::pair<size_t, std::string>>;
+  IndexedLines failures, rollouts, predictions;
   const bool want_rollouts = args.Has("rollouts"), want_preds = args.Has("out");
   std::atomic<size_t> next{0}, done{0};
   const auto t0 = std::chrono::steady_clock::now();
   auto worker = [&]() {
     Score local, l1, lN;
     PairedOutcomes p_exact, p_selection;
-    std::vector<std::string> fails, rolls, preds;
+    IndexedLines fails, rolls, preds;
     for (size_t i; (i = next++) < examples.size();) {
       const ojson& ex = examples[i];
       Session s(model, opt);
@@ -276,8 +280,8 @@ int RunEval(int argc, char** argv) {
         const TurnOutcome o = sc.Add(e, json::parse(want.dump()), first);
         const std::string line = ojson{{"index", i}, {"turn", turn++}, {"input", q}, {"exact", o.exact}, {"want", want}, {"got", e.ToJson()}}
                                      .dump(-1, ' ', false, ojson::error_handler_t::replace);
-        if (want_preds) preds.push_back(line);
-        if (!o.exact) fails.push_back(line);
+        if (want_preds) preds.push_back({i, line});
+        if (!o.exact) fails.push_back({i, line});
         return o;
       };
       try {
@@ -300,7 +304,7 @@ int RunEval(int argc, char** argv) {
           ids.insert(ids.end(), history.begin(), history.end());
           const size_t pool_from = ids.size();
           ids.insert(ids.end(), s.turn_ids().begin(), s.turn_ids().end());
-          rolls.push_back(json{{"index", i}, {"turn", at_turn}, {"sink", s.sink_ids().size()}, {"pool_from", pool_from}, {"exact", exact}, {"ids", ids}}.dump());
+          rolls.emplace_back(i, json{{"index", i}, {"turn", at_turn}, {"sink", s.sink_ids().size()}, {"pool_from", pool_from}, {"exact", exact}, {"ids", ids}}.dump());
         }
         history.insert(history.end(), s.turn_ids().begin(), s.turn_ids().end());
         if (history.size() > kRolloutHistory) history.erase(history.begin(), history.end() - kRolloutHistory);
@@ -355,21 +359,10 @@ int RunEval(int argc, char** argv) {
   for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
-  // Files in example order whatever the jobs: the workers finish in any order,
-  // and train-heads' held-out split follows the rollouts' order.
-  auto in_example_order = [](std::vector<std::string>& lines) {
-    std::vector<std::pair<std::pair<int64_t, int64_t>, std::string>> keyed;
-    keyed.reserve(lines.size());
-    for (std::string& l : lines) {
-      const json j = json::parse(l);
-      keyed.push_back({{j.value("index", int64_t(0)), j.value("turn", int64_t(0))}, std::move(l)});
-    }
-    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (size_t k = 0; k < keyed.size(); ++k) lines[k] = std::move(keyed[k].second);
-  };
-  in_example_order(failures);
-  in_example_order(rollouts);
-  in_example_order(predictions);
+  // Each example's lines are in turn order already (one worker plays it).
+  for (IndexedLines* lines : {&failures, &rollouts, &predictions}) {
+    std::stable_sort(lines->begin(), lines->end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  }
   std::fprintf(stderr, "\n");
   ojson report = total.Report();
   report["examples"] = examples.size();
@@ -395,15 +388,15 @@ int RunEval(int argc, char** argv) {
   if (args.Has("report")) std::ofstream(args.Get("report")) << text << "\n";
   if (want_preds) {
     std::ofstream f(args.Get("out"));
-    for (const auto& l : predictions) f << l << "\n";
+    for (const auto& l : predictions) f << l.second << "\n";
   }
   if (want_rollouts) {
     std::ofstream f(args.Get("rollouts"));
-    for (const auto& l : rollouts) f << l << "\n";
+    for (const auto& l : rollouts) f << l.second << "\n";
   }
   if (args.Has("failures")) {
     std::ofstream f(args.Get("failures"));
-    for (const auto& l : failures) f << l << "\n";
+    for (const auto& l : failures) f << l.second << "\n";
   }
   return 0;
 }
