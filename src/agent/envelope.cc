@@ -104,4 +104,52 @@ void DropRepeatedCalls(Envelope& env) {
   env.function_calls = std::move(kept);
 }
 
+void DropEchoedArguments(Envelope& env, const nlohmann::ordered_json& tools) {
+  std::vector<std::string> dropped;
+  for (auto& call : env.function_calls) {
+    if (!call.is_object() || !call.contains("arguments") || !call["arguments"].is_object() || !call["name"].is_string()) continue;
+    const nlohmann::ordered_json* schema = nullptr;
+    for (const auto& t : tools) {
+      if (t.is_object() && t.value("name", "") == call["name"].get_ref<const std::string&>()) {
+        schema = &t;
+        break;
+      }
+    }
+    if (!schema || !schema->contains("parameters") || !(*schema)["parameters"].is_object()) continue;
+    const nlohmann::ordered_json& params = (*schema)["parameters"];
+    auto required = [&](const std::string& key) {
+      const auto r = params.find("required");
+      if (r == params.end() || !r->is_array()) return false;
+      return std::find(r->begin(), r->end(), key) != r->end();
+    };
+    nlohmann::ordered_json& args = call["arguments"];
+    nlohmann::ordered_json kept = nlohmann::ordered_json::object();
+    for (auto it = args.begin(); it != args.end(); ++it) {
+      const nlohmann::ordered_json& v = it.value();
+      bool echo = false;
+      if (!required(it.key())) {
+        if (v.is_string() && v.get_ref<const std::string&>().empty()) {
+          echo = true;
+        } else if (!v.is_boolean() && !v.is_null()) {
+          for (auto jt = args.begin(); jt != args.end() && !echo; ++jt) {
+            if (jt == it) continue;
+            const bool other_counts = required(jt.key()) || kept.contains(jt.key());
+            echo = other_counts && jt.value() == v;
+          }
+        }
+      }
+      if (echo) {
+        dropped.push_back(call["name"].get<std::string>() + "." + it.key());
+      } else {
+        kept[it.key()] = v;
+      }
+    }
+    args = std::move(kept);
+  }
+  if (dropped.empty()) return;
+  std::string w = "dropped optional argument(s) that were empty or repeated another argument's value:";
+  for (const std::string& d : dropped) w += " " + d;
+  env.warnings.push_back(std::move(w));
+}
+
 }  // namespace needle

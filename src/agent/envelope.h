@@ -49,6 +49,17 @@ Envelope ErrorEnvelope(ErrorCode code, const std::string& message);
 // running it twice can do harm (two payments, two messages).
 void DropRepeatedCalls(Envelope& env);
 
+// Drops, from each call, the optional arguments (not in its tool's
+// `required`) whose value is an empty string or equals the value of another
+// argument that is required or comes earlier in the call (booleans and null
+// aside), and adds a warning naming them. A small model fills optional slots
+// with a value it already used ("tracking_number" and "ship_to" both the
+// tracking number); a request rarely gives one value for two slots (2 of
+// 32,000 generated gold calls do), and an optional argument left out is
+// the tool's default, not an error. `tools` is the declared array; calls of
+// undeclared tools are left alone.
+void DropEchoedArguments(Envelope& env, const nlohmann::ordered_json& tools);
+
 // The number of calls a reasoning plans: one per segment, segments joined by
 // " | " outside the quoted spans ("a: 'x' -> k | b: no arguments needed" plans
 // 2; the model sometimes drops the space after the bar, so " |" counts).

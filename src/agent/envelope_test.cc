@@ -35,6 +35,36 @@ TEST(Envelope, DropRepeatedCallsKeepsTheFirstOfEach) {
   EXPECT_TRUE(none.warnings.empty());
 }
 
+TEST(Envelope, DropEchoedArgumentsDropsOptionalRepeatsAndEmptyStrings) {
+  const ordered_json tools = ordered_json::parse(R"([
+    {"name":"ship","parameters":{"type":"object","properties":{"tracking":{"type":"string"},"to":{"type":"string"},
+      "note":{"type":"string"},"count":{"type":"integer"},"copies":{"type":"integer"},"gift":{"type":"boolean"},
+      "wrap":{"type":"boolean"}},"required":["tracking"]}},
+    {"name":"route","parameters":{"type":"object","properties":{"from":{"type":"string"},"to":{"type":"string"}},
+      "required":["from","to"]}}])");
+  Envelope e;
+  e.type = EnvelopeType::kCall;
+  e.function_calls = ordered_json::parse(R"([
+    {"name":"ship","arguments":{"to":"JD93","tracking":"JD93","note":"","count":2,"copies":2,"gift":true,"wrap":true}},
+    {"name":"route","arguments":{"from":"Oslo","to":"Oslo"}},
+    {"name":"ship","arguments":{"tracking":"A1","to":"Ana","note":"Ana "}},
+    {"name":"unknown","arguments":{"a":"x","b":"x"}}])");
+  DropEchoedArguments(e, tools);
+  // The optional "to" repeats the required "tracking" (even written first),
+  // "note" is empty, "copies" repeats the earlier "count"; booleans stay.
+  EXPECT_EQ(e.function_calls[0]["arguments"].dump(), R"({"tracking":"JD93","count":2,"gift":true,"wrap":true})");
+  EXPECT_EQ(e.function_calls[1]["arguments"].dump(), R"({"from":"Oslo","to":"Oslo"})");  // both required
+  EXPECT_EQ(e.function_calls[2]["arguments"].dump(), R"({"tracking":"A1","to":"Ana","note":"Ana "})");
+  EXPECT_EQ(e.function_calls[3]["arguments"].dump(), R"({"a":"x","b":"x"})");  // no schema: left alone
+  ASSERT_EQ(e.warnings.size(), 1u);
+  EXPECT_NE(e.warnings[0].find("ship.to ship.note ship.copies"), std::string::npos) << e.warnings[0];
+
+  Envelope clean;
+  clean.function_calls = ordered_json::parse(R"([{"name":"route","arguments":{"from":"A","to":"B"}}])");
+  DropEchoedArguments(clean, tools);
+  EXPECT_TRUE(clean.warnings.empty());
+}
+
 TEST(Envelope, PlannedCallsCountsTheReasoningsSegments) {
   EXPECT_EQ(PlannedCalls(""), 0u);                                                    // no plan
   EXPECT_EQ(PlannedCalls("I should call the timer tool"), 0u);                        // free-form reasoning

@@ -58,6 +58,7 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : m
     throw Error(ErrorCode::kInvalidArgument, "session: lexical_weight must be finite and >= 0");
   if (!(opt_.refusal_score_penalty >= 0.0f) || std::isinf(opt_.refusal_score_penalty) || !std::isfinite(opt_.refusal_score_threshold))
     throw Error(ErrorCode::kInvalidArgument, "session: refusal_score_penalty must be finite and >= 0, refusal_score_threshold finite");
+  if (!(opt_.enum_word_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: enum_word_bias must be >= 0 (0 turns it off)");
   if (!(opt_.copy_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: copy_bias must be >= 0 (0 turns copying off)");
   if (opt_.threads > 1) pool_ = std::make_unique<ThreadPool>(opt_.threads);
   const Tokenizer& tok = model_->tokenizer();
@@ -65,6 +66,7 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : m
   logits_.assign(size_t(V), 0.0f);
   mask_.assign(model_->trie()->mask_words(), 0);
   copy_mask_.assign(model_->trie()->mask_words(), 0);
+  enum_mask_.assign(model_->trie()->mask_words(), 0);
   copy_walk_.assign(size_t(model_->trie()->max_depth()) + 1, 0);
   // Free reasoning may use any text token, and </think> to stop: no control
   // pieces, no other chat marker (they would break the turn structure).
@@ -110,6 +112,7 @@ void Session::SetTools(const nlohmann::ordered_json& tools_in) {
   grammar_ = std::move(grammar);
   warnings_ = grammar_->warnings();
   matcher_ = std::make_unique<grammar::GrammarMatcher>(grammar_, model_->trie());
+  enum_favoured_.clear();  // keyed by the old grammar's nodes
   sinks_dirty_ = true;
   active_.clear();
 }
@@ -225,6 +228,49 @@ int32_t Session::ArgmaxNamingCall() const {
     }
   }
   return best;
+}
+
+bool Session::ComputeEnumWordMask() {
+  const int32_t node = matcher_->OpenLiteral();
+  if (node < 0 || request_terms_.empty()) return false;
+  auto it = enum_favoured_.find(uint32_t(node));
+  if (it == enum_favoured_.end()) {
+    // Score the enum's values against the request once per turn.
+    const grammar::Node& n = matcher_->grammar().nodes[size_t(node)];
+    std::vector<std::vector<std::string>> value_terms(n.values.size());
+    for (size_t v = 0; v < n.values.size(); ++v) {
+      if (n.values[v].is_string()) value_terms[v] = LexicalTerms(n.values[v].get_ref<const std::string&>());
+    }
+    const std::vector<float> scores = LexicalScores(request_terms_, value_terms);
+    float lo = INFINITY, hi = -INFINITY;
+    for (float x : scores) lo = std::min(lo, x), hi = std::max(hi, x);
+    std::vector<uint8_t> favoured(n.value_of_rank.size(), 0);
+    if (hi > 0.0f && hi > lo) {
+      for (size_t r = 0; r < favoured.size(); ++r) favoured[r] = scores[n.value_of_rank[r]] == hi;
+    }
+    it = enum_favoured_.emplace(uint32_t(node), std::move(favoured)).first;
+  }
+  const std::vector<uint8_t>& favoured = it->second;
+  if (std::find(favoured.begin(), favoured.end(), 1) == favoured.end()) return false;
+  const Tokenizer& tok = model_->tokenizer();
+  bool any = false;
+  for (size_t w = 0; w < mask_.size(); ++w) {
+    uint32_t out = 0;
+    for (uint32_t bits = mask_[w]; bits; bits &= bits - 1) {
+      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
+      uint32_t lo = 0, hi = 0;
+      if (id == int32_t(kToolCallEndId) || !matcher_->LiteralCandidates(tok.TokenBytes(id), &lo, &hi)) continue;
+      for (uint32_t r = lo; r < hi && r < favoured.size(); ++r) {
+        if (favoured[r]) {
+          out |= bits & (0u - bits);
+          break;
+        }
+      }
+    }
+    enum_mask_[w] = out;
+    any |= out != 0;
+  }
+  return any;
 }
 
 int32_t Session::PickWithCopyBonus(const uint32_t* allowed, bool copying) const {
@@ -398,6 +444,8 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   std::string turn_text, rendered;
   if (kind == TurnKind::kQuery) {
     PrepareSinks(text, &prefill_s, &prefill_n);
+    request_terms_ = LexicalTerms(text);
+    enum_favoured_.clear();
     turn_text = turns_ == 0 ? FirstQueryText(text) : UserTurnText(text);
   } else {
     if (!state_ || sinks_dirty_ || turns_ == 0) {
@@ -508,7 +556,15 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
       for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= mask_[w]) != 0;
     }
     const bool naming = name_bias && matcher_->BeforeOrInName();
-    const int32_t id = naming ? ArgmaxNamingCall() : PickWithCopyBonus(mask_.data(), copying);
+    int32_t id;
+    if (naming) {
+      id = ArgmaxNamingCall();
+    } else if (!copying && opt_.enum_word_bias > 0.0f && ComputeEnumWordMask()) {
+      id = std::isinf(opt_.enum_word_bias) ? Argmax(enum_mask_.data())
+                                           : ArgmaxWithBonus(mask_.data(), enum_mask_.data(), opt_.enum_word_bias);
+    } else {
+      id = PickWithCopyBonus(mask_.data(), copying);
+    }
     if (id < 0) throw Error(ErrorCode::kInternal, "grammar: no allowed token");
     // P(chosen) under the model's masked distribution (no bonus) = 1 / sum exp(l - l_chosen).
     double z = 0.0;
@@ -570,6 +626,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   }
   env.function_calls = nlohmann::ordered_json::parse(call_text);
   DropRepeatedCalls(env);
+  if (opt_.drop_echoed_arguments) DropEchoedArguments(env, tools_);
   if (!env.function_calls.empty()) {
     env.type = EnvelopeType::kCall;
   } else {

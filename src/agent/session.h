@@ -28,6 +28,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -76,6 +77,17 @@ struct SessionOptions {
   float refusal_score_threshold = kDefaultRefusalScoreThreshold;
   static constexpr float kDefaultRefusalScorePenalty = 40.0f;
   static constexpr float kDefaultRefusalScoreThreshold = 0.6f;
+  // Logit bonus, when an enum value is chosen, for the tokens that start or
+  // continue the values sharing the most words with the request (LexicalScores
+  // over the enum's values; nothing when no value shares a word or all share
+  // as many): "a delicates cycle" -> "delicates", "normal priority" ->
+  // "PRIORITY_NORMAL". The small model picks the wrong one of a few declared
+  // values it never saw in training. 0 turns it off; INFINITY makes it a rule.
+  float enum_word_bias = kDefaultEnumWordBias;
+  static constexpr float kDefaultEnumWordBias = 8.0f;
+  // Drop an optional argument whose value is empty or repeats another
+  // argument's value in the same call (DropEchoedArguments).
+  bool drop_echoed_arguments = true;
 };
 
 // Whether ids ends in a degenerate loop: its last kLoopTokens tokens repeat one
@@ -167,6 +179,9 @@ class Session {
   int32_t PickWithCopyBonus(const uint32_t* allowed, bool copying) const;
   // The copy source from the facts, pins and the recent turn texts.
   void RememberTurnText(std::string_view text);
+  // Inside an enum value: sets enum_mask_ to the allowed tokens that fit a
+  // value favoured by enum_word_bias; false (and the mask unspecified) when none do.
+  bool ComputeEnumWordMask();
 
   std::shared_ptr<const Model> model_;
   SessionOptions opt_;
@@ -196,6 +211,9 @@ class Session {
   std::vector<std::vector<std::string>> tool_terms_;  // [tools] ToolLexicalTerms
   std::vector<float> name_scores_;  // [tools] this turn: score of active tools, -inf otherwise
   std::vector<uint8_t> name_spent_;  // [tools] this turn: 1 = a call already named it
+  std::vector<std::string> request_terms_;  // LexicalTerms of the last user request
+  // kLiteral node -> per trie rank, 1 = a value enum_word_bias favours (this turn).
+  std::unordered_map<uint32_t, std::vector<uint8_t>> enum_favoured_;
   // Recent turn texts (newest last, kCopyTextBytes in all at most, the newest
   // whole) and the automaton over them and the facts and pins.
   static constexpr size_t kCopyTextBytes = 2048;
@@ -203,7 +221,7 @@ class Session {
   grammar::CopySource copy_source_;
   // Decode buffers, sized once per model.
   std::vector<float> logits_;
-  std::vector<uint32_t> mask_, text_mask_, copy_mask_;
+  std::vector<uint32_t> mask_, text_mask_, copy_mask_, enum_mask_;
   std::vector<uint32_t> copy_walk_;  // [trie max depth + 1]
 };
 

@@ -482,6 +482,36 @@ TEST(Session, SpelledNumbersAreCopiedAsDigits) {
   EXPECT_GE(calls, 4u);
 }
 
+// With an infinite enum_word_bias the enum value sharing the request's words
+// is a rule: a random model names it whenever it calls; without such a word
+// nothing is forced.
+TEST(Session, EnumWordBiasPicksTheValueTheRequestNames) {
+  const char* tools = R"([{"name":"dishwasher","parameters":{"type":"object","properties":{
+      "program":{"type":"string","enum":["eco","quick","heavy","delicates"]}},"required":["program"]}}])";
+  const std::pair<const char*, const char*> cases[] = {
+      {"run a delicates cycle", "delicates"}, {"do a heavy duty wash", "heavy"}, {"quick wash please", "quick"}};
+  size_t calls = 0;
+  for (uint64_t seed : {3, 5, 8}) {
+    SessionOptions o = Small();
+    o.enum_word_bias = INFINITY;
+    Session s(testing::AgentModel(seed), o);
+    s.SetToolsJson(tools);
+    for (const auto& [q, want] : cases) {
+      const Envelope e = s.Query(q);
+      ASSERT_TRUE(e.success()) << e.Dump();
+      s.Reset();
+      if (e.function_calls.empty()) continue;
+      ++calls;
+      EXPECT_EQ(e.function_calls[0]["arguments"]["program"], want) << q << " -> " << e.Dump();
+    }
+    EXPECT_TRUE(s.Query("start the dishwasher").success());
+  }
+  EXPECT_GE(calls, 3u);
+  SessionOptions bad = Small();
+  bad.enum_word_bias = -1.0f;
+  EXPECT_THROW(Session(testing::AgentModel(3), bad), Error);
+}
+
 }  // namespace
 }  // namespace needle
 

@@ -638,6 +638,34 @@ bool GrammarMatcher::NameCandidates(std::string_view bytes, uint32_t* rank_lo, u
   return false;
 }
 
+int32_t GrammarMatcher::OpenLiteral() const {
+  if (state_.depth == 0) return -1;
+  const Frame& top = state_.frames[state_.depth - 1];
+  return grammar_->nodes[top.node].kind == NodeKind::kLiteral ? int32_t(top.node) : -1;
+}
+
+bool GrammarMatcher::LiteralCandidates(std::string_view bytes, uint32_t* rank_lo, uint32_t* rank_hi) const {
+  if (OpenLiteral() < 0) return false;
+  const ToolGrammar& g = *grammar_;
+  uint32_t t = state_.frames[state_.depth - 1].u;
+  for (char c : bytes) {
+    const int32_t child = g.TrieChild(t, uint8_t(c));
+    if (child >= 0) {
+      t = uint32_t(child);
+      continue;
+    }
+    if (g.tries[t].value < 0) return false;
+    // The value ending here is complete and the rest of the bytes follow it:
+    // that value alone (it has the lowest rank below its node).
+    *rank_lo = g.tries[t].rank_lo;
+    *rank_hi = *rank_lo + 1;
+    return true;
+  }
+  *rank_lo = g.tries[t].rank_lo;
+  *rank_hi = g.tries[t].rank_hi;
+  return true;
+}
+
 bool GrammarMatcher::ComputeCopyMask(std::span<uint32_t> bits) {
   if (!trie_) throw Error(ErrorCode::kInvalidArgument, "GrammarMatcher::ComputeCopyMask needs a TokenTrie");
   if (bits.size() < trie_->mask_words())

@@ -140,6 +140,15 @@ class GrammarMatcher {
   // follow), else -1.
   int32_t NamedTool() const;
 
+  // Choosing an enum / const / boolean value: the kLiteral node of the value
+  // open now (its first byte next, or part of it consumed), else -1.
+  int32_t OpenLiteral() const;
+  // The values of the open literal that `bytes` (a candidate token's) start,
+  // continue or complete, as a range of ranks [*rank_lo, *rank_hi) of its
+  // trie (Node::value_of_rank maps a rank to an index into Node::values).
+  // False when no literal is open or the bytes fit none of its values.
+  bool LiteralCandidates(std::string_view bytes, uint32_t* rank_lo, uint32_t* rank_hi) const;
+
   // Bytes that complete the calls array from here (shortest choices, greedy),
   // so a capped generation can always finish; empty when already complete.
   // Returns false only if no completion was found within 1 MiB (not expected).

@@ -7,6 +7,8 @@
 // value cannot end there).
 #include "grammar/matcher.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "base/error.h"
@@ -309,6 +311,38 @@ TEST(Enum, SharedPrefixes) {
   EXPECT_EQ(ValueRejectAt(s, R"("of")"), 3);
   EXPECT_EQ(ValueRejectAt(s, R"("")"), 1);
   EXPECT_EQ(ValueRejectAt(s, "o"), 0);
+}
+
+// The enum value being chosen: which values a candidate token's bytes fit,
+// as ranks of the sorted serialized values, mapped back by value_of_rank.
+TEST(Enum, LiteralCandidatesNameTheValuesATokenFits) {
+  const auto g = ToolGrammar::Compile(std::string_view(R"([{"name":"move","parameters":{"type":"object","properties":{
+      "way":{"type":"string","enum":["Left","Forward","Fast","Right"]},"cm":{"type":"integer"}}}}])"));
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.AcceptBytes(R"([{"name":"move","arguments":{"way")"));
+  EXPECT_EQ(m.OpenLiteral(), -1);
+  uint32_t lo = 0, hi = 0;
+  EXPECT_FALSE(m.LiteralCandidates(R"(":")", &lo, &hi));
+  ASSERT_TRUE(m.AcceptBytes(":"));
+  ASSERT_GE(m.OpenLiteral(), 0);
+  const Node& n = g->nodes[size_t(m.OpenLiteral())];
+  auto values = [&](std::string_view bytes) {
+    std::vector<std::string> out;
+    uint32_t a = 0, b = 0;
+    if (!m.LiteralCandidates(bytes, &a, &b)) return out;
+    for (uint32_t r = a; r < b; ++r) out.push_back(n.values[n.value_of_rank[r]].get<std::string>());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(values("\""), (std::vector<std::string>{"Fast", "Forward", "Left", "Right"}));
+  EXPECT_EQ(values("\"F"), (std::vector<std::string>{"Fast", "Forward"}));
+  EXPECT_EQ(values("\"Fo"), (std::vector<std::string>{"Forward"}));
+  EXPECT_EQ(values("\"Left\","), (std::vector<std::string>{"Left"}));  // the value ends inside the token
+  EXPECT_TRUE(values("\"Up").empty());
+  ASSERT_TRUE(m.AcceptBytes("\"R"));
+  EXPECT_EQ(values("ight\"}"), (std::vector<std::string>{"Right"}));
+  ASSERT_TRUE(m.AcceptBytes("ight\""));
+  EXPECT_EQ(m.OpenLiteral(), -1);
 }
 
 TEST(Enum, MixedTypesAndNumbersThatArePrefixes) {

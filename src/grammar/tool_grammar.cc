@@ -477,7 +477,10 @@ class SchemaCompiler {
     std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.bytes < b.bytes; });
     entries.erase(std::unique(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.bytes == b.bytes; }),
                   entries.end());
-    for (const Entry& e : entries) SetBit(n.first_bytes, uint8_t(e.bytes[0]));
+    for (const Entry& e : entries) {
+      SetBit(n.first_bytes, uint8_t(e.bytes[0]));
+      n.value_of_rank.push_back(uint32_t(e.value));
+    }
     n.literal_trie = BuildTrie(entries);
     return AddNode(std::move(n));
   }

@@ -115,6 +115,7 @@ struct Node {
   // kLiteral
   uint32_t literal_trie = 0;
   std::vector<nlohmann::json> values;
+  std::vector<uint32_t> value_of_rank;  // literal_trie rank (sorted serialized bytes) -> index into values
 
   // kUnion: alternatives with disjoint first bytes.
   std::vector<uint32_t> alts;

@@ -220,6 +220,8 @@ int RunEval(int argc, char** argv) {
           {"refusal-score-threshold", "T", "best tool score above which refusing is penalised (default 0.6)"},
           {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
           {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 8; 0 off, inf always)"},
+          {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
+          {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
              {"long-session", "N", "also re-ask each single-turn example after N turns of other traffic"},
              {"json", "", "print only the final JSON object (default: a table, then the JSON)"},
              {"failures", "FILE", "write the mispredicted turns (JSONL)"},
@@ -250,6 +252,8 @@ int RunEval(int argc, char** argv) {
   opt.max_new_tokens = static_cast<uint32_t>(args.GetInt("max-new-tokens", opt.max_new_tokens));
   opt.max_think_tokens = static_cast<uint32_t>(args.GetInt("max-think-tokens", opt.max_think_tokens));
   opt.copy_bias = static_cast<float>(args.GetDouble("copy-bias", opt.copy_bias));
+  opt.enum_word_bias = static_cast<float>(args.GetDouble("enum-word-bias", opt.enum_word_bias));
+  opt.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
   opt.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", opt.tool_score_bias));
   opt.lexical_weight = static_cast<float>(args.GetDouble("lexical-weight", opt.lexical_weight));
   opt.refusal_score_penalty = static_cast<float>(args.GetDouble("refusal-score-penalty", opt.refusal_score_penalty));

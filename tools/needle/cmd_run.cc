@@ -52,6 +52,8 @@ std::vector<FlagSpec> SessionFlags() {
           {"refusal-score-threshold", "T", "best tool score above which refusing is penalised (default 0.6)"},
           {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
           {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 8; 0 off, inf always)"},
+          {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
+          {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
           {"tool-index", "FILE", "persist tool embeddings for retrieval (more than 5 tools)"},
           {"threads", "K", "compute threads (default 1)"}};
 }
@@ -62,6 +64,8 @@ std::unique_ptr<Session> MakeSession(const Args& args) {
   o.max_new_tokens = static_cast<uint32_t>(args.GetInt("max-new-tokens", o.max_new_tokens));
   o.max_think_tokens = static_cast<uint32_t>(args.GetInt("max-think-tokens", o.max_think_tokens));
   o.copy_bias = static_cast<float>(args.GetDouble("copy-bias", o.copy_bias));
+  o.enum_word_bias = static_cast<float>(args.GetDouble("enum-word-bias", o.enum_word_bias));
+  o.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
   o.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", o.tool_score_bias));
   o.lexical_weight = static_cast<float>(args.GetDouble("lexical-weight", o.lexical_weight));
   o.refusal_score_penalty = static_cast<float>(args.GetDouble("refusal-score-penalty", o.refusal_score_penalty));
