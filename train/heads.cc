@@ -175,10 +175,19 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
     };
     score(&res.top1_before, &res.top5_before);
     if (!o.data.empty()) {
-      std::vector<std::pair<std::string, std::string>> pairs;
+      struct Pair {
+        std::string query, tool;
+        std::vector<std::string> others;  // the example's other tools (hard negatives)
+      };
+      std::vector<Pair> pairs;
       for (const auto& ex : ReadJsonl(o.data)) {
         const int k = CalledTool(ex);
-        if (k >= 0) pairs.emplace_back(ex["query"].get<std::string>(), ex["tools"][k].dump());
+        if (k < 0) continue;
+        Pair p{ex["query"].get<std::string>(), ex["tools"][k].dump(), {}};
+        for (size_t j = 0; j < ex["tools"].size(); ++j) {
+          if (int(j) != k) p.others.push_back(ex["tools"][j].dump());
+        }
+        pairs.push_back(std::move(p));
       }
       if (pairs.size() < 2) throw Error(ErrorCode::kInvalidArgument, "train-heads: fewer than 2 (query, tool) pairs in " + o.data);
       for (size_t i = pairs.size(); i > 1; --i) std::swap(pairs[i - 1], pairs[rng.Next() % i]);
@@ -188,17 +197,33 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
       size_t at = 0;
       for (int64_t step = 0; step < o.contrastive_steps; ++step) {
         std::vector<std::string> qs, ts;
+        std::vector<const Pair*> batch;
         std::set<std::string> seen;  // one pair per tool text: no false negatives in the batch
         while (int64_t(qs.size()) < o.pairs_per_step && seen.size() < pairs.size()) {
-          const auto& [q, t] = pairs[at++ % pairs.size()];
-          if (!seen.insert(t).second) continue;
-          qs.push_back(q), ts.push_back(t);
+          const Pair& p = pairs[at++ % pairs.size()];
+          if (!seen.insert(p.tool).second) continue;
+          qs.push_back(p.query), ts.push_back(p.tool), batch.push_back(&p);
+        }
+        // Hard negatives after the positives: candidates for every query,
+        // never a positive of the batch (a tool text is a positive at most once).
+        const int64_t positives = int64_t(ts.size());
+        for (const Pair* p : batch) {
+          std::vector<size_t> pick(p->others.size());
+          for (size_t j = 0; j < pick.size(); ++j) pick[j] = j;
+          for (size_t j = pick.size(); j > 1; --j) std::swap(pick[j - 1], pick[rng.Next() % j]);
+          int64_t added = 0;
+          for (size_t j : pick) {
+            if (added >= o.hard_negatives) break;
+            if (!seen.insert(p->others[j]).second) continue;
+            ts.push_back(p->others[j]);
+            ++added;
+          }
         }
         const auto qe = embed(qs), te = embed(ts);
-        const auto sim = torch::matmul(qe, te.t()) / log_temp.exp();
+        const auto sim = torch::matmul(qe, te.t()) / log_temp.exp();  // [B, positives + negatives]
         const auto labels = torch::arange(int64_t(qs.size()), torch::kInt64);
         const auto loss = 0.5 * (torch::nn::functional::cross_entropy(sim, labels) +
-                                 torch::nn::functional::cross_entropy(sim.t(), labels));
+                                 torch::nn::functional::cross_entropy(sim.narrow(1, 0, positives).t(), labels));
         for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(
             WarmupCosine(o.lr, 0.1, std::min<int64_t>(20, o.contrastive_steps / 10), o.contrastive_steps, step));
         opt.zero_grad();

@@ -30,6 +30,11 @@ struct HeadsOptions {
   std::string rollouts;   // JSONL rollouts for the confidence stage (optional)
   std::string out;        // output directory
   int64_t contrastive_steps = 300, pairs_per_step = 32;
+  // Per pair, up to this many of its example's other tools join the step's
+  // candidates as negatives: the engine ranks a request's own catalogue,
+  // where the other tools are often siblings ("set brightness" beside "set
+  // colour"), which random in-batch negatives rarely are.
+  int64_t hard_negatives = 0;
   int64_t confidence_epochs = 8, confidence_batch = 16;
   double holdout = 0.2;   // share of the rollouts kept for the ECE
   double lr = 1e-3;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "grammar/dates_times.h"  // SpokenDatesAndTimes
 #include "grammar/validate.h"
 #include "io/cact_archive.h"     // WriteFileAtomically
 #include "io/tokenizer_blob.h"   // fixed marker ids
@@ -58,6 +59,7 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : m
     throw Error(ErrorCode::kInvalidArgument, "session: lexical_weight must be finite and >= 0");
   if (!(opt_.refusal_score_penalty >= 0.0f) || std::isinf(opt_.refusal_score_penalty) || !std::isfinite(opt_.refusal_score_threshold))
     throw Error(ErrorCode::kInvalidArgument, "session: refusal_score_penalty must be finite and >= 0, refusal_score_threshold finite");
+  if (!(opt_.date_time_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: date_time_bias must be >= 0 (0 turns it off)");
   if (!(opt_.enum_word_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: enum_word_bias must be >= 0 (0 turns it off)");
   if (!(opt_.copy_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: copy_bias must be >= 0 (0 turns copying off)");
   if (opt_.threads > 1) pool_ = std::make_unique<ThreadPool>(opt_.threads);
@@ -67,6 +69,8 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : m
   mask_.assign(model_->trie()->mask_words(), 0);
   copy_mask_.assign(model_->trie()->mask_words(), 0);
   enum_mask_.assign(model_->trie()->mask_words(), 0);
+  value_mask_.assign(model_->trie()->mask_words(), 0);
+  call_bytes_.reserve(size_t(opt_.max_new_tokens) * 32);
   copy_walk_.assign(size_t(model_->trie()->max_depth()) + 1, 0);
   // Free reasoning may use any text token, and </think> to stop: no control
   // pieces, no other chat marker (they would break the turn structure).
@@ -230,6 +234,55 @@ int32_t Session::ArgmaxNamingCall() const {
   return best;
 }
 
+bool Session::ComputeFormatValueMask() {
+  bool opened = false;
+  const int32_t node = matcher_->OpenString(&opened);
+  if (node < 0) return false;
+  const std::string& format = matcher_->grammar().nodes[size_t(node)].format;
+  const std::vector<std::string>* values = format == "date"        ? &date_values_
+                                           : format == "time"      ? &time_values_
+                                           : format == "date-time" ? &date_time_values_
+                                                                   : nullptr;
+  if (!values || values->empty()) return false;
+  // The content so far: after the opening quote, the last quote of the call
+  // (date and time strings hold no quotes).
+  std::string_view content;
+  if (opened) {
+    const size_t q = call_bytes_.rfind('"');
+    if (q == std::string::npos) return false;
+    content = std::string_view(call_bytes_).substr(q + 1);
+  }
+  const Tokenizer& tok = model_->tokenizer();
+  bool any = false;
+  for (size_t w = 0; w < mask_.size(); ++w) {
+    uint32_t out = 0;
+    for (uint32_t bits = mask_[w]; bits; bits &= bits - 1) {
+      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
+      if (id == int32_t(kToolCallEndId)) continue;
+      std::string_view piece = tok.TokenBytes(id);
+      if (!opened) {
+        if (piece.empty() || piece[0] != '"') continue;
+        piece.remove_prefix(1);
+      }
+      const size_t close = piece.find('"');
+      const std::string_view head = piece.substr(0, close);
+      for (const std::string& v : *values) {
+        // content + head must be a prefix of v, and all of v where the token closes the string.
+        if (content.size() + head.size() > v.size() || v.compare(0, content.size(), content) != 0 ||
+            v.compare(content.size(), head.size(), head) != 0) {
+          continue;
+        }
+        if (close != std::string_view::npos && content.size() + head.size() != v.size()) continue;
+        out |= bits & (0u - bits);
+        break;
+      }
+    }
+    value_mask_[w] = out;
+    any |= out != 0;
+  }
+  return any;
+}
+
 bool Session::ComputeEnumWordMask() {
   const int32_t node = matcher_->OpenLiteral();
   if (node < 0 || request_terms_.empty()) return false;
@@ -292,11 +345,30 @@ void Session::RememberTurnText(std::string_view text) {
   if (!facts.empty()) segments.push_back(facts);
   for (const std::string& pin : pins_) segments.push_back(pin);
   for (const std::string& t : copy_texts_) segments.push_back(t);
-  // Numbers spelled in words are copies too, as digits ("fifty seven" -> 57).
-  std::vector<std::string> spelled;
-  spelled.reserve(copy_texts_.size());
-  for (const std::string& t : copy_texts_) spelled.push_back(grammar::SpelledNumbers(t));
-  for (const std::string& t : spelled) {
+  // Numbers spelled in words are copies too, as digits ("fifty seven" -> 57),
+  // and dates and times said in words, as schemas write them ("September 6,
+  // 2025" -> 2025-09-06, "half past 6 pm" -> 18:30; relative days from the
+  // system facts' date).
+  grammar::CivilDate today;
+  if (const size_t at = facts.find("date: "); at != std::string::npos && (at == 0 || facts[at - 1] == '\n')) {
+    today = grammar::ParseIsoDate(std::string_view(facts).substr(at + 6));
+  }
+  std::vector<std::string> derived;
+  derived.reserve(2 * copy_texts_.size());
+  date_values_.clear(), time_values_.clear(), date_time_values_.clear();
+  for (const std::string& t : copy_texts_) {
+    derived.push_back(grammar::SpelledNumbers(t));
+    derived.push_back(grammar::SpokenDatesAndTimes(t, today));
+    // Format strings take these whole: a date said with a time also makes a date-time.
+    std::vector<std::string> dates, times;
+    std::istringstream words(derived.back());
+    for (std::string w; words >> w;) (w.size() == 10 ? dates : times).push_back(w);
+    for (const std::string& d : dates)
+      for (const std::string& h : times) date_time_values_.push_back(d + "T" + h);
+    date_values_.insert(date_values_.end(), dates.begin(), dates.end());
+    time_values_.insert(time_values_.end(), times.begin(), times.end());
+  }
+  for (const std::string& t : derived) {
     if (!t.empty()) segments.push_back(t);
   }
   copy_source_.Build(segments);
@@ -543,6 +615,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     if (planned > 0) matcher_->SetCallCount(planned, next == int32_t(kThinkEndId) ? planned : 0);
   }
   std::vector<int32_t> call;
+  call_bytes_.clear();
   double log_p = 0.0;
   bool truncated = false;
   for (;;) {
@@ -559,6 +632,9 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     int32_t id;
     if (naming) {
       id = ArgmaxNamingCall();
+    } else if (opt_.date_time_bias > 0.0f && ComputeFormatValueMask()) {
+      id = std::isinf(opt_.date_time_bias) ? Argmax(value_mask_.data())
+                                           : ArgmaxWithBonus(mask_.data(), value_mask_.data(), opt_.date_time_bias);
     } else if (!copying && opt_.enum_word_bias > 0.0f && ComputeEnumWordMask()) {
       id = std::isinf(opt_.enum_word_bias) ? Argmax(enum_mask_.data())
                                            : ArgmaxWithBonus(mask_.data(), enum_mask_.data(), opt_.enum_word_bias);
@@ -578,6 +654,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     log_p -= std::log(z);
     if (id == int32_t(kToolCallEndId)) break;
     if (!matcher_->AcceptToken(id)) throw Error(ErrorCode::kInternal, "grammar: an allowed token was rejected");
+    call_bytes_.append(tok.TokenBytes(id));
     if (naming) SpendNameScore(matcher_->NamedTool());
     if (refusal_bias_ != 0.0f && matcher_->NamedTool() >= 0) refusal_bias_ = 0.0f;  // a call is named: no refusal left
     call.push_back(id);

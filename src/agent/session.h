@@ -7,7 +7,7 @@
 //   think    = greedy free text, at most max_think_tokens, closed by </think>;
 //              a loop (the last 16 tokens one cycle of 1-4 tokens) ends it early
 //   "</think>\n<tool_call>" forced, then the call: greedy under the grammar mask
-//              (tool names limited to the retrieved tools; inside plain strings
+//              (tool names limited to the retrieved tools; inside strings
 //              tokens that continue a copy of the session's text get
 //              copy_bias added to their logits), at most
 //              max_new_tokens, completed by the grammar if the budget runs out
@@ -21,6 +21,7 @@
 // may run on different threads at once.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -49,7 +50,7 @@ struct SessionOptions {
   uint32_t retrieval_top_k = 5;     // more declared tools than this: retrieval picks this many per query
   std::string tool_index_path;      // optional persistent embeddings (retrieval)
   uint32_t window = 0;              // 0: the archive's effective window
-  // Logit bonus for tokens that keep a plain string argument a copy of the
+  // Logit bonus for tokens that keep a string argument a copy of the
   // session's text (requests and tool results; see grammar/copy_source.h):
   // small models garble the values they copy, and most plain values are
   // copies. 0 turns it off; INFINITY makes it a rule (a copy is taken
@@ -85,6 +86,15 @@ struct SessionOptions {
   // values it never saw in training. 0 turns it off; INFINITY makes it a rule.
   float enum_word_bias = kDefaultEnumWordBias;
   static constexpr float kDefaultEnumWordBias = 8.0f;
+  // Inside a `format: date`, `time` or `date-time` string, logit bonus for
+  // the tokens that write one of the dates or times the conversation says
+  // (grammar::SpokenDatesAndTimes: "September 6, 2025" -> 2025-09-06, "half
+  // past 6 pm" -> 18:30, "tomorrow" from the system facts' date; a date said
+  // with a time also makes a date-time). The small model rewrites them digit
+  // by digit and gets them wrong. INFINITY (the default) makes it a rule
+  // whenever one of them fits what is written so far; 0 turns it off.
+  float date_time_bias = kDefaultDateTimeBias;
+  static constexpr float kDefaultDateTimeBias = INFINITY;
   // Drop an optional argument whose value is empty or repeats another
   // argument's value in the same call (DropEchoedArguments).
   bool drop_echoed_arguments = true;
@@ -179,6 +189,11 @@ class Session {
   int32_t PickWithCopyBonus(const uint32_t* allowed, bool copying) const;
   // The copy source from the facts, pins and the recent turn texts.
   void RememberTurnText(std::string_view text);
+  // Inside a `format: date / time / date-time` string: sets value_mask_ to
+  // the allowed tokens that keep it a prefix of one of the dates or times the
+  // conversation says (date_values_, ...), or close it after a whole one;
+  // false when none do.
+  bool ComputeFormatValueMask();
   // Inside an enum value: sets enum_mask_ to the allowed tokens that fit a
   // value favoured by enum_word_bias; false (and the mask unspecified) when none do.
   bool ComputeEnumWordMask();
@@ -219,9 +234,13 @@ class Session {
   static constexpr size_t kCopyTextBytes = 2048;
   std::vector<std::string> copy_texts_;
   grammar::CopySource copy_source_;
+  // The dates (YYYY-MM-DD), times (HH:MM) and their combinations (date-time)
+  // those texts say (grammar::SpokenDatesAndTimes), for format strings.
+  std::vector<std::string> date_values_, time_values_, date_time_values_;
+  std::string call_bytes_;  // this turn's call so far (reserved once per model)
   // Decode buffers, sized once per model.
   std::vector<float> logits_;
-  std::vector<uint32_t> mask_, text_mask_, copy_mask_, enum_mask_;
+  std::vector<uint32_t> mask_, text_mask_, copy_mask_, enum_mask_, value_mask_;
   std::vector<uint32_t> copy_walk_;  // [trie max depth + 1]
 };
 

@@ -482,6 +482,50 @@ TEST(Session, SpelledNumbersAreCopiedAsDigits) {
   EXPECT_GE(calls, 4u);
 }
 
+// Dates and times said in words are written as the format asks whenever the
+// model calls (the default bias is a rule); "tomorrow" counts from the
+// system facts' date. Without the rule a random model writes other ones.
+TEST(Session, DateAndTimeArgumentsTakeTheOnesTheRequestSays) {
+  const char* tools = R"([{"name":"book","parameters":{"type":"object","properties":{
+      "day":{"type":"string","format":"date"},"at":{"type":"string","format":"time"},
+      "when":{"type":"string","format":"date-time"}},"required":["day","at","when"]}}])";
+  struct Case {
+    const char* query;
+    const char* day;
+    const char* at;
+  };
+  const Case cases[] = {{"book it for September 6, 2025 at half past 6 pm", "2025-09-06", "18:30"},
+                        {"a table tomorrow at 7:45pm", "2026-02-13", "19:45"}};
+  size_t calls = 0, wrong_without = 0;
+  for (uint64_t seed : {3, 5, 8}) {
+    for (bool rule : {true, false}) {
+      SessionOptions o = Small();
+      o.date_time_bias = rule ? INFINITY : 0.0f;
+      Session s(testing::AgentModel(seed), o);
+      s.SetToolsJson(tools);
+      s.SetSystem(nlohmann::ordered_json{{"date", "2026-02-12"}});
+      for (const Case& c : cases) {
+        const Envelope e = s.Query(c.query);
+        ASSERT_TRUE(e.success()) << e.Dump();
+        s.Reset();
+        if (e.function_calls.empty()) continue;
+        const auto& args = e.function_calls[0]["arguments"];
+        const std::string when = std::string(c.day) + "T" + c.at;
+        if (!rule) {
+          wrong_without += args["day"] != c.day || args["at"] != c.at || args["when"] != when;
+          continue;
+        }
+        ++calls;
+        EXPECT_EQ(args["day"], c.day) << c.query << " -> " << e.Dump();
+        EXPECT_EQ(args["at"], c.at) << c.query << " -> " << e.Dump();
+        EXPECT_EQ(args["when"], when) << c.query << " -> " << e.Dump();
+      }
+    }
+  }
+  EXPECT_GE(calls, 2u);
+  EXPECT_GE(wrong_without, 1u);
+}
+
 // With an infinite enum_word_bias the enum value sharing the request's words
 // is a rule: a random model names it whenever it calls; without such a word
 // nothing is forced.

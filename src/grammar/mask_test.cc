@@ -394,3 +394,37 @@ TEST(NameCandidates, TheToolsABytesRunStillFits) {
 
 }  // namespace
 }  // namespace needle::grammar
+
+namespace needle::grammar {
+namespace {
+
+// Format and pattern strings track copies too: a date copies the ISO date
+// the conversation holds (the session adds those it reads from words).
+TEST(CopyMask, FormatStringsAreCopiesToo) {
+  const std::unique_ptr<Tokenizer> tok = MakeTokenizer("bytes");
+  auto trie = std::make_shared<const TokenTrie>(*tok);
+  GrammarMatcher m(ToolGrammar::Compile(std::string_view(R"([{"name":"book","parameters":{"type":"object","properties":{
+      "day":{"type":"string","format":"date"},"code":{"type":"string","pattern":"^[A-Z]{3}$"}}}}])")),
+                   trie);
+  std::vector<uint32_t> bits(trie->mask_words());
+  auto id_of = [&](std::string_view bytes) {
+    for (int32_t id = 0; id < trie->vocab_size(); ++id)
+      if (trie->Eligible(id) && trie->Bytes(id) == bytes) return id;
+    return -1;
+  };
+  CopySource src;
+  const std::string_view segments[] = {"fly on 2025-09-06 from OSL", "2025-09-06"};
+  src.Build(segments);
+  m.SetCopySource(&src);
+  ASSERT_TRUE(m.AcceptBytes(R"([{"name":"book","arguments":{"day":"2025-0)"));
+  ASSERT_TRUE(m.ComputeCopyMask(bits));
+  EXPECT_TRUE(Bit(bits, id_of("9")));
+  EXPECT_FALSE(Bit(bits, id_of("1")));
+  ASSERT_TRUE(m.AcceptBytes(R"(9-06","code":")"));
+  ASSERT_TRUE(m.ComputeCopyMask(bits));
+  EXPECT_TRUE(Bit(bits, id_of("O")));
+  EXPECT_FALSE(Bit(bits, id_of("X")));
+}
+
+}  // namespace
+}  // namespace needle::grammar

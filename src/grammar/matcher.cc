@@ -269,7 +269,7 @@ bool StepImpl(const Ctx& cx, GrammarState& st, uint8_t b) {
         const uint8_t escape = f.a;
         const int r = StringStep(n, f, b);
         if (r == 2) --st.depth;
-        if (r == 1 && cx.copy && n.generic_string) TrackCopy(*cx.copy, f, escape, b);
+        if (r == 1 && cx.copy) TrackCopy(*cx.copy, f, escape, b);
         return r != 0;
       }
       case NodeKind::kNumber: {
@@ -638,6 +638,14 @@ bool GrammarMatcher::NameCandidates(std::string_view bytes, uint32_t* rank_lo, u
   return false;
 }
 
+int32_t GrammarMatcher::OpenString(bool* opened) const {
+  if (state_.depth == 0) return -1;
+  const Frame& top = state_.frames[state_.depth - 1];
+  if (grammar_->nodes[top.node].kind != NodeKind::kString || top.a != 0) return -1;
+  *opened = top.phase == 1;
+  return int32_t(top.node);
+}
+
 int32_t GrammarMatcher::OpenLiteral() const {
   if (state_.depth == 0) return -1;
   const Frame& top = state_.frames[state_.depth - 1];
@@ -699,7 +707,7 @@ bool GrammarMatcher::ComputeCopyMask(std::span<uint32_t> bits) {
     }
     return any;
   }
-  if (n.kind != NodeKind::kString || !n.generic_string || top.phase != 1 || top.a != 0) return false;
+  if (n.kind != NodeKind::kString || top.phase != 1 || top.a != 0) return false;
   return MarkCopyTokens(*trie_, *copy_, uint32_t(top.z), top.v > 0, "\"", CopySource::End::kWord, bits, copy_walk_);
 }
 

@@ -113,13 +113,14 @@ class GrammarMatcher {
   // The same into exactly trie->mask_words() words.
   bool ComputeMask(uint32_t* bits);
 
-  // Copy tracking: with a source set, every plain string (no pattern or
-  // format) tracks whether its content so far is a substring of `source`
+  // Copy tracking: with a source set, every string (pattern and format
+  // strings too: a `format: date` value copies the "2025-09-06" the session
+  // derives from "September 6, 2025") tracks whether its content so far is a substring of `source`
   // (not owned; it must stay alive and unchanged while set, or be unset).
   // It changes no acceptance: it only feeds ComputeCopyMask. Set it before a
   // call starts (strings opened earlier track from wherever they are).
   void SetCopySource(const CopySource* source) { copy_ = source; }
-  // Tokens that keep the current plain string or number a copy of the
+  // Tokens that keep the current string or number a copy of the
   // source: its content then still a substring, or ended after a non-empty
   // copy (a string's closing quote; a number's following ',', '}', ']' or
   // space; the bytes after that are not checked: intersect with ComputeMask).
@@ -140,6 +141,10 @@ class GrammarMatcher {
   // follow), else -1.
   int32_t NamedTool() const;
 
+  // A string value open now (its opening quote next, or inside it between
+  // characters, no escape pending): its kString node, else -1. *opened says
+  // whether the opening quote was consumed.
+  int32_t OpenString(bool* opened) const;
   // Choosing an enum / const / boolean value: the kLiteral node of the value
   // open now (its first byte next, or part of it consumed), else -1.
   int32_t OpenLiteral() const;

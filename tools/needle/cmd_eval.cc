@@ -220,6 +220,7 @@ int RunEval(int argc, char** argv) {
           {"refusal-score-threshold", "T", "best tool score above which refusing is penalised (default 0.6)"},
           {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
           {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 8; 0 off, inf always)"},
+          {"date-time-bias", "B", "logit bonus for the dates and times the conversation says, in date/time format strings (default inf: a rule; 0 off)"},
           {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
           {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
              {"long-session", "N", "also re-ask each single-turn example after N turns of other traffic"},
@@ -253,6 +254,7 @@ int RunEval(int argc, char** argv) {
   opt.max_think_tokens = static_cast<uint32_t>(args.GetInt("max-think-tokens", opt.max_think_tokens));
   opt.copy_bias = static_cast<float>(args.GetDouble("copy-bias", opt.copy_bias));
   opt.enum_word_bias = static_cast<float>(args.GetDouble("enum-word-bias", opt.enum_word_bias));
+  opt.date_time_bias = static_cast<float>(args.GetDouble("date-time-bias", opt.date_time_bias));
   opt.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
   opt.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", opt.tool_score_bias));
   opt.lexical_weight = static_cast<float>(args.GetDouble("lexical-weight", opt.lexical_weight));
@@ -282,8 +284,17 @@ int RunEval(int argc, char** argv) {
       size_t turn = 0;
       auto record = [&](const Envelope& e, const ojson& want, bool first, Score& sc, const std::string& q) {
         const TurnOutcome o = sc.Add(e, json::parse(want.dump()), first);
-        const std::string line = ojson{{"index", i}, {"turn", turn++}, {"input", q}, {"exact", o.exact}, {"want", want}, {"got", e.ToJson()}}
-                                     .dump(-1, ' ', false, ojson::error_handler_t::replace);
+        ojson rec{{"index", i}, {"turn", turn++}, {"input", q}, {"exact", o.exact}, {"want", want}, {"got", e.ToJson()}};
+        // The tools ranked for the last query (head cosine + lexical share), best first.
+        if (const std::vector<float>& sc = s.tool_scores(); !sc.empty() && sc.size() == s.tools().size()) {
+          std::vector<size_t> order(sc.size());
+          for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+          std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sc[a] > sc[b]; });
+          ojson ranking = ojson::array();
+          for (size_t k : order) ranking.push_back({{"name", s.tools()[k].value("name", "")}, {"score", std::round(double(sc[k]) * 1000) / 1000}});
+          rec["ranking"] = std::move(ranking);
+        }
+        const std::string line = rec.dump(-1, ' ', false, ojson::error_handler_t::replace);
         if (want_preds) preds.push_back({i, line});
         if (!o.exact) fails.push_back({i, line});
         return o;

@@ -27,6 +27,7 @@ int RunTrainHeads(int argc, char** argv) {
              {"tokenizer", "SPM.model", "default: the base's embedded tokenizer"},
              {"contrastive-steps", "N", "default 300"},
              {"pairs", "N", "(query, tool) pairs per step (default 32)"},
+             {"hard-negatives", "N", "per pair, up to N other tools of its example as extra negatives (default 0)"},
              {"confidence-epochs", "N", "default 8"},
              {"lr", "X", "default 1e-3"},
              {"threads", "K", "default 2"},
@@ -44,13 +45,14 @@ int RunTrainHeads(int argc, char** argv) {
   o.tokenizer = args.Get("tokenizer");
   o.contrastive_steps = args.GetInt("contrastive-steps", o.contrastive_steps);
   o.pairs_per_step = args.GetInt("pairs", o.pairs_per_step);
+  o.hard_negatives = args.GetInt("hard-negatives", o.hard_negatives);
   o.confidence_epochs = args.GetInt("confidence-epochs", o.confidence_epochs);
   o.lr = args.GetDouble("lr", o.lr);
   o.threads = args.GetInt("threads", o.threads);
   o.seed = static_cast<uint64_t>(args.GetInt("seed", 0));
   o.bits = args.Get("bits", o.bits);
-  if (o.contrastive_steps < 0 || o.pairs_per_step < 2 || o.confidence_epochs < 0 || o.threads < 1 || !(o.lr > 0)) {
-    throw Error(ErrorCode::kInvalidArgument, "train-heads: steps/epochs >= 0, pairs >= 2, threads >= 1, lr > 0");
+  if (o.contrastive_steps < 0 || o.pairs_per_step < 2 || o.hard_negatives < 0 || o.confidence_epochs < 0 || o.threads < 1 || !(o.lr > 0)) {
+    throw Error(ErrorCode::kInvalidArgument, "train-heads: steps/epochs >= 0, pairs >= 2, hard negatives >= 0, threads >= 1, lr > 0");
   }
   const train::HeadsResult r = train::TrainHeads(o);
   std::printf("{\"retrieval_top1\": [%.1f, %.1f], \"retrieval_top5\": [%.1f, %.1f], \"confidence_ece\": [%.4f, %.4f], "
