@@ -234,6 +234,27 @@ int32_t Session::ArgmaxNamingCall() const {
   return best;
 }
 
+namespace {
+
+// out = the tokens of `allowed` (but </tool_call>) whose bytes `keep` accepts;
+// returns whether any is. (The enum and format-value preferences.)
+template <typename Keep>
+bool MarkAllowed(const Tokenizer& tok, const std::vector<uint32_t>& allowed, std::vector<uint32_t>& out, Keep keep) {
+  bool any = false;
+  for (size_t w = 0; w < allowed.size(); ++w) {
+    uint32_t kept = 0;
+    for (uint32_t bits = allowed[w]; bits; bits &= bits - 1) {
+      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
+      if (id != int32_t(kToolCallEndId) && keep(tok.TokenBytes(id))) kept |= bits & (0u - bits);
+    }
+    out[w] = kept;
+    any |= kept != 0;
+  }
+  return any;
+}
+
+}  // namespace
+
 bool Session::ComputeFormatValueMask() {
   bool opened = false;
   const int32_t node = matcher_->OpenString(&opened);
@@ -252,35 +273,48 @@ bool Session::ComputeFormatValueMask() {
     if (q == std::string::npos) return false;
     content = std::string_view(call_bytes_).substr(q + 1);
   }
-  const Tokenizer& tok = model_->tokenizer();
-  bool any = false;
-  for (size_t w = 0; w < mask_.size(); ++w) {
-    uint32_t out = 0;
-    for (uint32_t bits = mask_[w]; bits; bits &= bits - 1) {
-      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
-      if (id == int32_t(kToolCallEndId)) continue;
-      std::string_view piece = tok.TokenBytes(id);
-      if (!opened) {
-        if (piece.empty() || piece[0] != '"') continue;
-        piece.remove_prefix(1);
+  return MarkAllowed(model_->tokenizer(), mask_, value_mask_, [&](std::string_view piece) {
+    if (!opened) {
+      if (piece.empty() || piece[0] != '"') return false;
+      piece.remove_prefix(1);
+    }
+    const size_t close = piece.find('"');
+    const std::string_view head = piece.substr(0, close);
+    for (const std::string& v : *values) {
+      // content + head must be a prefix of v, and all of v where the token closes the string.
+      if (content.size() + head.size() > v.size() || v.compare(0, content.size(), content) != 0 ||
+          v.compare(content.size(), head.size(), head) != 0) {
+        continue;
       }
-      const size_t close = piece.find('"');
-      const std::string_view head = piece.substr(0, close);
-      for (const std::string& v : *values) {
-        // content + head must be a prefix of v, and all of v where the token closes the string.
-        if (content.size() + head.size() > v.size() || v.compare(0, content.size(), content) != 0 ||
-            v.compare(content.size(), head.size(), head) != 0) {
-          continue;
-        }
-        if (close != std::string_view::npos && content.size() + head.size() != v.size()) continue;
-        out |= bits & (0u - bits);
-        break;
+      if (close == std::string_view::npos || content.size() + head.size() == v.size()) return true;
+    }
+    return false;
+  });
+}
+
+std::string Session::UnwrittenDateTimeKey(uint32_t args_node, uint64_t written) const {
+  const grammar::ToolGrammar& g = matcher_->grammar();
+  const grammar::Node& n = g.nodes[args_node];
+  if (n.kind != grammar::NodeKind::kObject) return "";
+  for (size_t i = 0; i < n.prop_names.size() && i < 64; ++i) {
+    if ((written >> i) & 1) continue;
+    const grammar::Node& p = g.nodes[n.prop_nodes[i]];
+    if (p.kind != grammar::NodeKind::kString || !p.pattern.empty()) continue;
+    const std::vector<std::string>* values = p.format == "date"        ? &date_values_
+                                             : p.format == "time"      ? &time_values_
+                                             : p.format == "date-time" ? &date_time_values_
+                                                                       : nullptr;
+    if (!values) continue;
+    for (const std::string& v : *values) {
+      // A value said but not yet written: for a date-time, neither its date nor its time.
+      const std::string_view date = std::string_view(v).substr(0, v.find('T'));
+      if (call_bytes_.find(date) == std::string::npos &&
+          (v.find('T') == std::string::npos || call_bytes_.find(v.substr(v.find('T') + 1)) == std::string::npos)) {
+        return n.prop_names[i];
       }
     }
-    value_mask_[w] = out;
-    any |= out != 0;
   }
-  return any;
+  return "";
 }
 
 bool Session::ComputeEnumWordMask() {
@@ -305,25 +339,13 @@ bool Session::ComputeEnumWordMask() {
   }
   const std::vector<uint8_t>& favoured = it->second;
   if (std::find(favoured.begin(), favoured.end(), 1) == favoured.end()) return false;
-  const Tokenizer& tok = model_->tokenizer();
-  bool any = false;
-  for (size_t w = 0; w < mask_.size(); ++w) {
-    uint32_t out = 0;
-    for (uint32_t bits = mask_[w]; bits; bits &= bits - 1) {
-      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
-      uint32_t lo = 0, hi = 0;
-      if (id == int32_t(kToolCallEndId) || !matcher_->LiteralCandidates(tok.TokenBytes(id), &lo, &hi)) continue;
-      for (uint32_t r = lo; r < hi && r < favoured.size(); ++r) {
-        if (favoured[r]) {
-          out |= bits & (0u - bits);
-          break;
-        }
-      }
-    }
-    enum_mask_[w] = out;
-    any |= out != 0;
-  }
-  return any;
+  return MarkAllowed(model_->tokenizer(), mask_, enum_mask_, [&](std::string_view piece) {
+    uint32_t lo = 0, hi = 0;
+    if (!matcher_->LiteralCandidates(piece, &lo, &hi)) return false;
+    for (uint32_t r = lo; r < hi && r < favoured.size(); ++r)
+      if (favoured[r]) return true;
+    return false;
+  });
 }
 
 int32_t Session::PickWithCopyBonus(const uint32_t* allowed, bool copying) const {
@@ -653,6 +675,36 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     }
     log_p -= std::log(z);
     if (id == int32_t(kToolCallEndId)) break;
+    // A date or time the request says goes into the call's unwritten date /
+    // time argument when the model would close the arguments without it (it
+    // leaves optional ones out): the key is written instead, and the value
+    // rule picks the value. Only as the arguments close, so the model's own
+    // order of keys stays (forcing the key first disturbed the others).
+    if (std::isinf(opt_.date_time_bias) && call.size() + 8 < call_budget && matcher_->ClosesArguments(tok.TokenBytes(id))) {
+      uint64_t written = 0;
+      bool opened = false;
+      std::string bytes;  // what must come before the key
+      int32_t args = matcher_->BetweenArguments(&written, &opened);
+      if (args < 0 && matcher_->ArgumentsPending(&bytes)) args = int32_t(matcher_->grammar().tools()[size_t(matcher_->NamedTool())].args);
+      if (const std::string key = args >= 0 ? UnwrittenDateTimeKey(uint32_t(args), written) : ""; !key.empty()) {
+        bytes += std::string(!opened ? "{" : written ? "," : "") + nlohmann::json(key).dump() + ":";
+        std::vector<int32_t> forced;
+        tok.EncodeContinuation(bytes, forced);
+        grammar::GrammarState before;
+        before.CopyFrom(matcher_->state());
+        bool ok = true;
+        for (int32_t f : forced) ok = ok && matcher_->AcceptToken(f);
+        if (ok) {
+          for (int32_t f : forced) call_bytes_.append(tok.TokenBytes(f));
+          call.insert(call.end(), forced.begin(), forced.end());
+          turn_ids_.insert(turn_ids_.end(), forced.begin(), forced.end());
+          Feed(forced, true);
+          decode_n += forced.size();
+          continue;
+        }
+        matcher_->RestoreState(before);  // (not expected: the key is declared and unwritten)
+      }
+    }
     if (!matcher_->AcceptToken(id)) throw Error(ErrorCode::kInternal, "grammar: an allowed token was rejected");
     call_bytes_.append(tok.TokenBytes(id));
     if (naming) SpendNameScore(matcher_->NamedTool());

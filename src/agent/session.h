@@ -194,6 +194,10 @@ class Session {
   // conversation says (date_values_, ...), or close it after a whole one;
   // false when none do.
   bool ComputeFormatValueMask();
+  // Between a call's arguments, with date_time_bias a rule: the key of an
+  // unwritten `format: date / time / date-time` argument while the
+  // conversation says such a value that the calls do not hold yet; "" else.
+  std::string UnwrittenDateTimeKey(uint32_t args_node, uint64_t written) const;
   // Inside an enum value: sets enum_mask_ to the allowed tokens that fit a
   // value favoured by enum_word_bias; false (and the mask unspecified) when none do.
   bool ComputeEnumWordMask();

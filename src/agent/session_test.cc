@@ -526,6 +526,38 @@ TEST(Session, DateAndTimeArgumentsTakeTheOnesTheRequestSays) {
   EXPECT_GE(wrong_without, 1u);
 }
 
+// An optional date argument the model would leave out is written when the
+// request says a date the call does not hold yet.
+TEST(Session, AnOptionalDateArgumentTakesTheDateTheRequestSays) {
+  const char* tools = R"([{"name":"steps","parameters":{"type":"object","properties":{
+      "day":{"type":"string","format":"date"},"verbose":{"type":"boolean"}}}}])";
+  size_t calls = 0, wrong_without = 0;
+  for (uint64_t seed : {3, 5, 8, 13}) {
+    for (bool rule : {true, false}) {
+      SessionOptions o = Small();
+      o.date_time_bias = rule ? INFINITY : 0.0f;
+      Session s(testing::AgentModel(seed), o);
+      s.SetToolsJson(tools);
+      for (const char* q : {"my step count for September 6, 2025", "steps on the 2nd of March 2024 please"}) {
+        const Envelope e = s.Query(q);
+        ASSERT_TRUE(e.success()) << e.Dump();
+        s.Reset();
+        if (e.function_calls.empty()) continue;
+        const auto& args = e.function_calls[0]["arguments"];
+        const char* want = q[0] == 'm' ? "2025-09-06" : "2024-03-02";
+        if (!rule) {
+          wrong_without += args.value("day", "") != want;
+          continue;
+        }
+        ++calls;
+        EXPECT_EQ(args.value("day", ""), want) << q << " -> " << e.Dump();
+      }
+    }
+  }
+  EXPECT_GE(calls, 2u);
+  EXPECT_GE(wrong_without, 1u);
+}
+
 // With an infinite enum_word_bias the enum value sharing the request's words
 // is a rule: a random model names it whenever it calls; without such a word
 // nothing is forced.

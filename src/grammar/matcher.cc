@@ -638,6 +638,46 @@ bool GrammarMatcher::NameCandidates(std::string_view bytes, uint32_t* rank_lo, u
   return false;
 }
 
+bool GrammarMatcher::ClosesArguments(std::string_view bytes) const {
+  GrammarState s;
+  s.CopyFrom(state_);
+  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), nullptr, min_calls_, max_calls_};
+  bool inside = s.depth >= 3;
+  for (char c : bytes) {
+    if (!StepImpl(cx, s, uint8_t(c))) return false;
+    if (s.depth >= 3) inside = true;
+    if (inside && s.depth < 3) return true;
+  }
+  return false;
+}
+
+bool GrammarMatcher::ArgumentsPending(std::string* rest) const {
+  if (state_.depth != 2 || NamedTool() < 0) return false;
+  for (size_t k = 0; k <= kCallArgs.size(); ++k) {
+    std::string bytes(kCallArgs.substr(k));
+    bytes.push_back('{');
+    if (CanAccept(bytes)) {
+      rest->assign(kCallArgs.substr(k));
+      return true;
+    }
+  }
+  return false;
+}
+
+int32_t GrammarMatcher::BetweenArguments(uint64_t* written, bool* opened) const {
+  if (state_.depth != 3 && state_.depth != 4) return -1;  // the calls array, the call, its arguments (, a value)
+  const Frame& args = state_.frames[2];
+  if (grammar_->nodes[args.node].kind != NodeKind::kObject || (args.phase != 0 && args.phase != 1 && args.phase != 4)) return -1;
+  if (state_.depth == 4) {
+    // A number or literal that may end here ("3" of "3}" is still open: it could be "35").
+    const NodeKind k = grammar_->nodes[state_.frames[3].node].kind;
+    if ((k != NodeKind::kNumber && k != NodeKind::kLiteral) || !CanAccept(",")) return -1;
+  }
+  *written = args.w;
+  *opened = args.phase != 0;
+  return int32_t(args.node);
+}
+
 int32_t GrammarMatcher::OpenString(bool* opened) const {
   if (state_.depth == 0) return -1;
   const Frame& top = state_.frames[state_.depth - 1];

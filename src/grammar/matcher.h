@@ -141,6 +141,18 @@ class GrammarMatcher {
   // follow), else -1.
   int32_t NamedTool() const;
 
+  // Would these bytes (a token's) close the current call's arguments object
+  // (opened before or within them)?
+  bool ClosesArguments(std::string_view bytes) const;
+  // The call is named and its arguments object not yet pushed: *rest = the
+  // bytes that complete `,"arguments":` from here (tokens run across it).
+  bool ArgumentsPending(std::string* rest) const;
+  // Before or between the arguments of a call (its '{' next, right after
+  // it, or after a value, where ',' or '}' comes next; a number or literal
+  // that may end here counts as ended): the arguments'
+  // kObject node, the mask of the properties written so far (bit i =
+  // Node::prop_names[i]) and whether the '{' was consumed; else -1.
+  int32_t BetweenArguments(uint64_t* written, bool* opened) const;
   // A string value open now (its opening quote next, or inside it between
   // characters, no escape pending): its kString node, else -1. *opened says
   // whether the opening quote was consumed.

@@ -345,6 +345,43 @@ TEST(Enum, LiteralCandidatesNameTheValuesATokenFits) {
   EXPECT_EQ(m.OpenLiteral(), -1);
 }
 
+// Where a call's arguments start, stand between values, and close: what the
+// session needs to write a missing argument's key before the '}'.
+TEST(Calls, ArgumentsPendingBetweenAndClosing) {
+  const auto g = ToolGrammar::Compile(std::string_view(R"([{"name":"steps","parameters":{"type":"object","properties":{
+      "day":{"type":"string","format":"date"},"n":{"type":"integer"}}}}])"));
+  GrammarMatcher m(g);
+  std::string rest;
+  uint64_t written = 1;
+  bool opened = true;
+  EXPECT_FALSE(m.ArgumentsPending(&rest));
+  ASSERT_TRUE(m.AcceptBytes(R"([{"name":"steps")"));
+  ASSERT_TRUE(m.ArgumentsPending(&rest));
+  EXPECT_EQ(rest, R"(,"arguments":)");
+  EXPECT_TRUE(m.ClosesArguments(R"(,"arguments":{}}])"));
+  EXPECT_FALSE(m.ClosesArguments(R"(,"arguments":{"n")"));
+  ASSERT_TRUE(m.AcceptBytes(R"(,"argu)"));
+  ASSERT_TRUE(m.ArgumentsPending(&rest));
+  EXPECT_EQ(rest, R"(ments":)");
+  EXPECT_LT(m.BetweenArguments(&written, &opened), 0);
+  ASSERT_TRUE(m.AcceptBytes(R"(ments":)"));
+  EXPECT_FALSE(m.ArgumentsPending(&rest));
+  ASSERT_GE(m.BetweenArguments(&written, &opened), 0);
+  EXPECT_FALSE(opened);
+  EXPECT_EQ(written, 0u);
+  ASSERT_TRUE(m.AcceptBytes(R"({"n":3)"));
+  const int32_t args = m.BetweenArguments(&written, &opened);
+  ASSERT_GE(args, 0);
+  EXPECT_TRUE(opened);
+  const Node& n = g->nodes[size_t(args)];
+  ASSERT_EQ(n.prop_names.size(), 2u);
+  EXPECT_EQ(written, uint64_t(1) << (n.prop_names[0] == "n" ? 0 : 1));
+  EXPECT_TRUE(m.ClosesArguments("}"));
+  EXPECT_TRUE(m.ClosesArguments("}]"));
+  EXPECT_FALSE(m.ClosesArguments(","));
+  EXPECT_FALSE(m.ClosesArguments("x"));  // rejected bytes close nothing
+}
+
 TEST(Enum, MixedTypesAndNumbersThatArePrefixes) {
   const char* s = R"({"enum":[1,12,-3,2.5,"a",null,true,[1,2],{"k":1}]})";
   for (const char* v : {"1", "12", "-3", "2.5", R"("a")", "null", "true", "[1,2]", R"({"k":1})"})
