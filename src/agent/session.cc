@@ -208,30 +208,73 @@ void Session::SpendNameScore(int32_t tool) {
     if (name_spent_[i]) name_scores_[i] = best_unspent;
 }
 
-int32_t Session::ArgmaxNamingCall() const {
+float Session::NamingLogit(int32_t id, float best_score) const {
   const Tokenizer& tok = model_->tokenizer();
   const std::vector<uint32_t>& tool_of_rank = matcher_->grammar().tool_of_rank;
+  float v = logits_[size_t(id)];
+  uint32_t lo = 0, hi = 0;
+  if (id != int32_t(kToolCallEndId) && matcher_->NameCandidates(tok.TokenBytes(id), &lo, &hi)) {
+    float fit = -INFINITY;
+    for (uint32_t r = lo; r < hi && r < tool_of_rank.size(); ++r) fit = std::max(fit, name_scores_[tool_of_rank[r]]);
+    if (fit > -INFINITY) v += opt_.tool_score_bias * (fit - best_score);
+  } else if (refusal_bias_ != 0.0f && tok.TokenBytes(id).find(']') != std::string_view::npos) {
+    v += refusal_bias_;
+  }
+  return v;
+}
+
+float Session::BestNameScore() const {
   float best_score = -INFINITY;
   for (float s : name_scores_) best_score = std::max(best_score, s);
+  return best_score;
+}
+
+int32_t Session::ArgmaxNamingCall() const {
+  const float best_score = BestNameScore();
   int32_t best = -1;
   float best_v = -INFINITY;
   for (size_t w = 0; w < mask_.size(); ++w) {
     for (uint32_t bits = mask_[w]; bits; bits &= bits - 1) {
       const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
       if (size_t(id) >= logits_.size()) continue;
-      float v = logits_[size_t(id)];
-      uint32_t lo = 0, hi = 0;
-      if (id != int32_t(kToolCallEndId) && matcher_->NameCandidates(tok.TokenBytes(id), &lo, &hi)) {
-        float fit = -INFINITY;
-        for (uint32_t r = lo; r < hi && r < tool_of_rank.size(); ++r) fit = std::max(fit, name_scores_[tool_of_rank[r]]);
-        if (fit > -INFINITY) v += opt_.tool_score_bias * (fit - best_score);
-      } else if (refusal_bias_ != 0.0f && tok.TokenBytes(id).find(']') != std::string_view::npos) {
-        v += refusal_bias_;
-      }
+      const float v = NamingLogit(id, best_score);
       if (v > best_v) best_v = v, best = id;
     }
   }
   return best;
+}
+
+double Session::NamingLogProb(int32_t chosen) const {
+  const float best_score = BestNameScore();
+  const double top = NamingLogit(chosen, best_score);
+  double z = 0.0;
+  for (size_t w = 0; w < mask_.size(); ++w) {
+    for (uint32_t bits = mask_[w]; bits; bits &= bits - 1) {
+      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
+      if (size_t(id) < logits_.size()) z += std::exp(double(NamingLogit(id, best_score)) - top);
+    }
+  }
+  return -std::log(z);
+}
+
+double Session::LogProbWithBonus(const uint32_t* allowed, const uint32_t* bonus, float bias, int32_t chosen) const {
+  return DecoderLogProb(logits_, std::span<const uint32_t>(allowed, mask_.size()), bonus, bias, chosen);
+}
+
+double DecoderLogProb(std::span<const float> logits, std::span<const uint32_t> allowed, const uint32_t* bonus, float bias,
+                      int32_t chosen) {
+  auto value = [&](size_t j) {
+    return double(logits[j]) + ((bonus && ((bonus[j >> 5] >> (j & 31)) & 1)) ? double(bias) : 0.0);
+  };
+  const double top = value(size_t(chosen));
+  double z = 0.0;
+  for (size_t w = 0; w < allowed.size(); ++w) {
+    for (uint32_t bits = allowed[w]; bits; bits &= bits - 1) {
+      const size_t j = w * 32 + __builtin_ctz(bits);
+      if (j < logits.size()) z += std::exp(value(j) - top);
+    }
+  }
+  return -std::log(z);
 }
 
 namespace {
@@ -651,29 +694,28 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
       for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= mask_[w]) != 0;
     }
     const bool naming = name_bias && matcher_->BeforeOrInName();
-    int32_t id;
+    // The decoder's distribution this step: the allowed tokens' logits plus
+    // `bias` on the `bonus` tokens (an infinite bias: the bonus tokens only).
+    const uint32_t* allowed = mask_.data();
+    const uint32_t* bonus = nullptr;
+    float bias = 0.0f;
     if (naming) {
-      id = ArgmaxNamingCall();
+      // (ArgmaxNamingCall / NamingLogProb)
     } else if (opt_.date_time_bias > 0.0f && ComputeFormatValueMask()) {
-      id = std::isinf(opt_.date_time_bias) ? Argmax(value_mask_.data())
-                                           : ArgmaxWithBonus(mask_.data(), value_mask_.data(), opt_.date_time_bias);
+      bonus = value_mask_.data(), bias = opt_.date_time_bias;
     } else if (!copying && opt_.enum_word_bias > 0.0f && ComputeEnumWordMask()) {
-      id = std::isinf(opt_.enum_word_bias) ? Argmax(enum_mask_.data())
-                                           : ArgmaxWithBonus(mask_.data(), enum_mask_.data(), opt_.enum_word_bias);
-    } else {
-      id = PickWithCopyBonus(mask_.data(), copying);
+      bonus = enum_mask_.data(), bias = opt_.enum_word_bias;
+    } else if (copying) {
+      bonus = copy_mask_.data(), bias = opt_.copy_bias;
     }
+    if (bonus && std::isinf(bias)) allowed = bonus, bonus = nullptr, bias = 0.0f;
+    const int32_t id = naming ? ArgmaxNamingCall() : bonus ? ArgmaxWithBonus(allowed, bonus, bias) : Argmax(allowed);
     if (id < 0) throw Error(ErrorCode::kInternal, "grammar: no allowed token");
-    // P(chosen) under the model's masked distribution (no bonus) = 1 / sum exp(l - l_chosen).
-    double z = 0.0;
-    const float top = logits_[size_t(id)];
-    for (size_t w = 0; w < mask_.size(); ++w) {
-      for (uint32_t bits = mask_[w]; bits; bits &= bits - 1) {
-        const size_t j = w * 32 + __builtin_ctz(bits);
-        if (j < logits_.size()) z += std::exp(double(logits_[j]) - top);
-      }
-    }
-    log_p -= std::log(z);
+    // The confidence's call probability is the decoder's (SPEC §10): what the
+    // model assigned, moved by the same bonuses and rules that picked the
+    // token (the model's own masked probability was near 0 on a third of the
+    // exact calls, whose values the copy / date / naming rules had chosen).
+    log_p += naming ? NamingLogProb(id) : LogProbWithBonus(allowed, bonus, bias, id);
     if (id == int32_t(kToolCallEndId)) break;
     // A date or time the request says goes into the call's unwritten date /
     // time argument when the model would close the arguments without it (it

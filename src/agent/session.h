@@ -100,6 +100,14 @@ struct SessionOptions {
   bool drop_echoed_arguments = true;
 };
 
+// log P(chosen) under the decoder's distribution of one step: the logits of
+// the `allowed` tokens (a bit mask), plus `bias` on the `bonus` tokens
+// (bonus may be null; an infinite bias is the caller's restriction of
+// `allowed` to the bonus tokens). The confidence's call probability sums it
+// over the call's tokens.
+double DecoderLogProb(std::span<const float> logits, std::span<const uint32_t> allowed, const uint32_t* bonus, float bias,
+                      int32_t chosen);
+
 // Whether ids ends in a degenerate loop: its last kLoopTokens tokens repeat one
 // cycle of at most kLoopMaxPeriod tokens ("[][][]...", "_TO_TO_TO..."). Greedy
 // reasoning that falls into one never leaves it, so the session stops there
@@ -175,6 +183,14 @@ class Session {
   // The greedy pick where the call is being named: logit + tool_score_bias x
   // (best score among the tools the token still fits - best score overall).
   int32_t ArgmaxNamingCall() const;
+  // A token's logit there (the naming bias, or the refusal bias), and the
+  // log-probability of `chosen` under those logits over mask_.
+  float NamingLogit(int32_t id, float best_score) const;
+  float BestNameScore() const;
+  double NamingLogProb(int32_t chosen) const;
+  // log P(chosen) when `allowed`'s logits, plus `bias` on `bonus` (may be
+  // null), are the distribution (the decoder's, for the confidence).
+  double LogProbWithBonus(const uint32_t* allowed, const uint32_t* bonus, float bias, int32_t chosen) const;
   // A call of this turn named `tool`: the query's retrieval score has been
   // used on it, so a later call of the turn gets no push towards it (its
   // score becomes the best of the unused tools': the model's own logits

@@ -108,6 +108,7 @@ struct Score {
   // Confidence calibration against exactness (10 bins).
   uint64_t bin_n[10] = {};
   double bin_conf[10] = {}, bin_acc[10] = {};
+  std::vector<std::pair<double, bool>> conf_exact;  // for the AUROC
 
   TurnOutcome Add(const Envelope& e, const json& want, bool first) {
     ++turns;
@@ -133,6 +134,7 @@ struct Score {
       ++(exact ? n_conf_right : n_conf_wrong);
       const int b = std::min(9, static_cast<int>(*e.confidence * 10));
       ++bin_n[b], bin_conf[b] += *e.confidence, bin_acc[b] += exact;
+      conf_exact.push_back({*e.confidence, exact});
     }
     return {exact, selected};
   }
@@ -144,6 +146,25 @@ struct Score {
     first_turns += o.first_turns, first_exact += o.first_exact, session_turns += o.session_turns, session_exact += o.session_exact;
     prefill_tps += o.prefill_tps, decode_tps += o.decode_tps, peak_ram = std::max(peak_ram, o.peak_ram);
     for (int b = 0; b < 10; ++b) bin_n[b] += o.bin_n[b], bin_conf[b] += o.bin_conf[b], bin_acc[b] += o.bin_acc[b];
+    conf_exact.insert(conf_exact.end(), o.conf_exact.begin(), o.conf_exact.end());
+  }
+  // P(an exact turn's confidence > a wrong turn's), ties half: how well the
+  // confidence ranks (ECE says how well it is scaled). -1 without both kinds.
+  double Auroc() const {
+    std::vector<std::pair<double, bool>> v = conf_exact;
+    std::sort(v.begin(), v.end());
+    double pos = 0, neg = 0, rank_sum = 0;
+    for (size_t i = 0; i < v.size();) {
+      size_t j = i;
+      while (j < v.size() && v[j].first == v[i].first) ++j;
+      const double mid = (double(i) + double(j) + 1) / 2;  // 1-based mean rank of the tie group
+      for (size_t k = i; k < j; ++k) {
+        if (v[k].second) rank_sum += mid, ++pos; else ++neg;
+      }
+      i = j;
+    }
+    if (pos == 0 || neg == 0) return -1;
+    return (rank_sum - pos * (pos + 1) / 2) / (pos * neg);
   }
   ojson Report() const {
     auto pct = [](uint64_t a, uint64_t b) { return b ? std::round(1000.0 * a / b) / 10.0 : 0.0; };
@@ -166,6 +187,8 @@ struct Score {
       if (bin_n[b]) ece += std::fabs(bin_conf[b] / bin_n[b] - bin_acc[b] / bin_n[b]) * bin_n[b] / double(n);
     }
     r["confidence_ece"] = n ? ojson(std::round(ece * 1000) / 1000) : ojson();
+    const double auroc = Auroc();
+    r["confidence_auroc"] = auroc >= 0 ? ojson(std::round(auroc * 1000) / 1000) : ojson();
     r["mean_confidence_right"] = n_conf_right ? ojson(std::round(conf_right / n_conf_right * 1000) / 1000) : ojson();
     r["mean_confidence_wrong"] = n_conf_wrong ? ojson(std::round(conf_wrong / n_conf_wrong * 1000) / 1000) : ojson();
     r["mean_prefill_tps"] = turns ? std::round(prefill_tps / turns) : 0.0;
@@ -204,7 +227,7 @@ int RunEval(int argc, char** argv) {
   Args args("eval", "--data TEST.jsonl [--model FILE.cact] [flags]",
             "Runs every example through the agent (prompt, grammar, retrieval, envelope) and\n"
             "scores it: exact_call (same calls, arguments compared by value), tool_selection\n"
-            "(same tool names), refusal precision/recall, schema_valid, confidence ECE. Session\n"
+            "(same tool names), refusal precision/recall, schema_valid, confidence ECE and AUROC. Session\n"
             "examples (`turns`) are played turn by turn with the gold tool results. With\n"
             "--long-session N each single-turn example is asked at turn 1 and again after N\n"
             "turns of other traffic in the same session, and the two are compared case by case\n"
