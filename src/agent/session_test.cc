@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "agent/testing/agent_archives.h"
@@ -455,30 +456,40 @@ TEST(Session, InfiniteCopyBiasCopiesFromTheConversation) {
 
 // Numbers spelled in words are in the copy source as digits: with an infinite
 // copy bias an integer argument is the request's number, however it is written.
-TEST(Session, SpelledNumbersAreCopiedAsDigits) {
-  const char* tools = R"([{"name":"volume","parameters":{"type":"object","properties":{
-      "level":{"type":"integer"}},"required":["level"]}}])";
-  const std::pair<const char*, int> cases[] = {{"set the volume to fifty seven", 57},
-                                               {"volume twenty-two please", 22},
-                                               {"turn it up to one hundred and five", 105},
-                                               {"volume 64 percent", 64}};
+// Each (query, want) on sessions of three random models set up by `set`: the
+// first call's `key` argument must be `want` whenever the model calls.
+// Returns how many calls there were.
+template <typename T>
+size_t ExpectFirstCallArgument(const char* tools, const std::function<void(SessionOptions&)>& set,
+                               std::initializer_list<std::pair<const char*, T>> cases, const char* key) {
   size_t calls = 0;
   for (uint64_t seed : {3, 5, 8}) {
     SessionOptions o = Small();
-    o.copy_bias = INFINITY;
+    set(o);
     Session s(testing::AgentModel(seed), o);
     s.SetToolsJson(tools);
     for (const auto& [q, want] : cases) {
       const Envelope e = s.Query(q);
-      ASSERT_TRUE(e.success()) << e.Dump();
-      // (The first call: this random model rambles on into a second one that
-      // the call budget cuts and the grammar completes with 0.)
+      EXPECT_TRUE(e.success()) << e.Dump();
+      s.Reset();
+      // (The first call: a random model may ramble on into a second one that
+      // the call budget cuts and the grammar completes.)
       if (e.function_calls.empty()) continue;
       ++calls;
-      EXPECT_EQ(e.function_calls[0]["arguments"]["level"], want) << q << " -> " << e.Dump();
-      s.Reset();
+      EXPECT_EQ(e.function_calls[0]["arguments"][key], want) << q << " -> " << e.Dump();
     }
   }
+  return calls;
+}
+
+TEST(Session, SpelledNumbersAreCopiedAsDigits) {
+  const char* tools = R"([{"name":"volume","parameters":{"type":"object","properties":{
+      "level":{"type":"integer"}},"required":["level"]}}])";
+  const size_t calls = ExpectFirstCallArgument<int>(
+      tools, [](SessionOptions& o) { o.copy_bias = INFINITY; },
+      {{"set the volume to fifty seven", 57}, {"volume twenty-two please", 22}, {"turn it up to one hundred and five", 105},
+       {"volume 64 percent", 64}},
+      "level");
   EXPECT_GE(calls, 4u);
 }
 
@@ -577,25 +588,13 @@ TEST(Session, DecoderLogProbCountsTheBonus) {
 TEST(Session, EnumWordBiasPicksTheValueTheRequestNames) {
   const char* tools = R"([{"name":"dishwasher","parameters":{"type":"object","properties":{
       "program":{"type":"string","enum":["eco","quick","heavy","delicates"]}},"required":["program"]}}])";
-  const std::pair<const char*, const char*> cases[] = {
-      {"run a delicates cycle", "delicates"}, {"do a heavy duty wash", "heavy"}, {"quick wash please", "quick"}};
-  size_t calls = 0;
-  for (uint64_t seed : {3, 5, 8}) {
-    SessionOptions o = Small();
-    o.enum_word_bias = INFINITY;
-    Session s(testing::AgentModel(seed), o);
-    s.SetToolsJson(tools);
-    for (const auto& [q, want] : cases) {
-      const Envelope e = s.Query(q);
-      ASSERT_TRUE(e.success()) << e.Dump();
-      s.Reset();
-      if (e.function_calls.empty()) continue;
-      ++calls;
-      EXPECT_EQ(e.function_calls[0]["arguments"]["program"], want) << q << " -> " << e.Dump();
-    }
-    EXPECT_TRUE(s.Query("start the dishwasher").success());
-  }
+  const size_t calls = ExpectFirstCallArgument<const char*>(
+      tools, [](SessionOptions& o) { o.enum_word_bias = INFINITY; },
+      {{"run a delicates cycle", "delicates"}, {"do a heavy duty wash", "heavy"}, {"quick wash please", "quick"}}, "program");
   EXPECT_GE(calls, 3u);
+  Session plain(testing::AgentModel(3), Small());
+  plain.SetToolsJson(tools);
+  EXPECT_TRUE(plain.Query("start the dishwasher").success());  // no value named: nothing forced
   SessionOptions bad = Small();
   bad.enum_word_bias = -1.0f;
   EXPECT_THROW(Session(testing::AgentModel(3), bad), Error);
