@@ -144,13 +144,13 @@ class Reader {
   }
   void AddDate(int y, int m, int d) {
     if (y < 1900 || y > 2199 || m < 1 || m > 12 || d < 1 || d > DaysInMonth(y, m)) return;
-    char buf[16];
+    char buf[40];  // (the ranges are checked above; the size is what the compiler can prove)
     std::snprintf(buf, sizeof buf, "%04d-%02d-%02d", y, m, d);
     Add(buf);
   }
   void AddTime(int h, int m) {
     if (h < 0 || h > 23 || m < 0 || m > 59) return;
-    char buf[8];
+    char buf[32];
     std::snprintf(buf, sizeof buf, "%02d:%02d", h, m);
     Add(buf);
   }
