@@ -395,7 +395,7 @@ TEST(Trainer, InitFromStartsAtTheBasesWeights) {
 
   // From the run's directory (its checkpoint.pt) and from its 4-bit model.cact,
   // with a learning rate too small to move anything: the weights are the base's.
-  for (const std::string from : {o.out, o.out + "/model.cact"}) {
+  for (const std::string& from : {o.out, o.out + "/model.cact"}) {
     TrainOptions b = o;
     b.init_from = from;
     b.lr = 1e-12;

@@ -41,8 +41,12 @@ TEST(Fp16, RoundsToNearest) {
     const float r = HalfToFloat(h);
     if (std::isinf(r)) continue;
     const float up = HalfToFloat(static_cast<uint16_t>(h + 1)), down = HalfToFloat(static_cast<uint16_t>(h - 1));
-    if ((h & 0x7FFF) != 0 && !std::isinf(up) && !std::isnan(up)) EXPECT_LE(std::fabs(r - f), std::fabs(up - f)) << f;
-    if ((h & 0x7FFF) != 0 && !std::isnan(down)) EXPECT_LE(std::fabs(r - f), std::fabs(down - f)) << f;
+    if ((h & 0x7FFF) != 0 && !std::isinf(up) && !std::isnan(up)) {
+      EXPECT_LE(std::fabs(r - f), std::fabs(up - f)) << f;
+    }
+    if ((h & 0x7FFF) != 0 && !std::isnan(down)) {
+      EXPECT_LE(std::fabs(r - f), std::fabs(down - f)) << f;
+    }
   }
 }
 
