@@ -117,6 +117,36 @@ void Session::SetTools(const nlohmann::ordered_json& tools_in) {
   warnings_ = grammar_->warnings();
   matcher_ = std::make_unique<grammar::GrammarMatcher>(grammar_, model_->trie());
   enum_favoured_.clear();  // keyed by the old grammar's nodes
+  // Number arguments with a declared unit; where one object has several of a
+  // dimension (hours, minutes, seconds) they split an amount: none of them.
+  unit_nodes_.clear(), unit_node_values_.clear();
+  for (size_t t = 0; t < grammar_->tools().size() && t < tools_.size(); ++t) {
+    const grammar::Node& args = grammar_->nodes[grammar_->tools()[t].args];
+    if (args.kind != grammar::NodeKind::kObject) continue;
+    const nlohmann::ordered_json* props = nullptr;
+    if (const auto& p = tools_[t].value("parameters", nlohmann::ordered_json()); p.is_object() && p.contains("properties")) {
+      props = &tools_[t]["parameters"]["properties"];
+    }
+    std::vector<std::pair<uint32_t, grammar::Unit>> found;
+    for (size_t i = 0; i < args.prop_names.size(); ++i) {
+      if (grammar_->nodes[args.prop_nodes[i]].kind != grammar::NodeKind::kNumber) continue;
+      std::string description;
+      if (props && props->is_object() && props->contains(args.prop_names[i])) {
+        const auto& prop = (*props)[args.prop_names[i]];
+        if (prop.is_object() && prop.contains("description") && prop["description"].is_string()) {
+          description = prop["description"].get<std::string>();
+        }
+      }
+      const grammar::Unit unit = grammar::DeclaredUnit(args.prop_names[i], description);
+      if (unit.dimension != grammar::Dimension::kNone) found.emplace_back(args.prop_nodes[i], unit);
+    }
+    for (const auto& [node, unit] : found) {
+      size_t same = 0;
+      for (const auto& other : found) same += other.second.dimension == unit.dimension;
+      if (same == 1) unit_nodes_.emplace_back(node, unit);
+    }
+  }
+  unit_node_values_.resize(unit_nodes_.size());
   sinks_dirty_ = true;
   active_.clear();
 }
@@ -298,57 +328,93 @@ bool MarkAllowed(const Tokenizer& tok, const std::vector<uint32_t>& allowed, std
 
 }  // namespace
 
-bool Session::ComputeFormatValueMask() {
+const std::vector<std::string>* Session::SaidValues(uint32_t node) const {
+  const grammar::Node& n = matcher_->grammar().nodes[node];
+  const std::vector<std::string>* values = nullptr;
+  if (n.kind == grammar::NodeKind::kString && n.pattern.empty()) {
+    values = n.format == "date" ? &date_values_ : n.format == "time" ? &time_values_ : n.format == "date-time" ? &date_time_values_ : nullptr;
+  } else if (n.kind == grammar::NodeKind::kNumber) {
+    for (size_t k = 0; k < unit_nodes_.size(); ++k) {
+      if (unit_nodes_[k].first == node) values = &unit_node_values_[k];
+    }
+  }
+  return values && !values->empty() ? values : nullptr;
+}
+
+namespace {
+
+bool IsNumberByte(char c) { return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'; }
+
+}  // namespace
+
+bool Session::ComputeSaidValueMask(float* bias) {
   bool opened = false;
-  const int32_t node = matcher_->OpenString(&opened);
+  int32_t node = opt_.date_time_bias > 0.0f ? matcher_->OpenString(&opened) : -1;
+  const bool number = node < 0;
+  if (number) node = opt_.quantity_bias > 0.0f ? matcher_->OpenNumber() : -1;
   if (node < 0) return false;
-  const std::string& format = matcher_->grammar().nodes[size_t(node)].format;
-  const std::vector<std::string>* values = format == "date"        ? &date_values_
-                                           : format == "time"      ? &time_values_
-                                           : format == "date-time" ? &date_time_values_
-                                                                   : nullptr;
-  if (!values || values->empty()) return false;
-  // The content so far: after the opening quote, the last quote of the call
-  // (date and time strings hold no quotes).
+  const std::vector<std::string>* values = SaidValues(uint32_t(node));
+  if (!values) return false;
+  *bias = number ? opt_.quantity_bias : opt_.date_time_bias;
+  // The value so far: a number's bytes end the call so far; a string's
+  // content follows the call's last quote (dates and times hold no quotes).
   std::string_view content;
-  if (opened) {
+  if (number) {
+    size_t start = call_bytes_.size();
+    while (start > 0 && IsNumberByte(call_bytes_[start - 1])) --start;
+    content = std::string_view(call_bytes_).substr(start);
+  } else if (opened) {
     const size_t q = call_bytes_.rfind('"');
     if (q == std::string::npos) return false;
     content = std::string_view(call_bytes_).substr(q + 1);
   }
   return MarkAllowed(model_->tokenizer(), mask_, value_mask_, [&](std::string_view piece) {
-    if (!opened) {
+    if (!number && !opened) {
       if (piece.empty() || piece[0] != '"') return false;
       piece.remove_prefix(1);
     }
-    const size_t close = piece.find('"');
-    const std::string_view head = piece.substr(0, close);
+    // The token's part of the value, and whether the value ends within it.
+    size_t end = 0;
+    if (number) {
+      while (end < piece.size() && IsNumberByte(piece[end])) ++end;
+    } else {
+      end = std::min(piece.find('"'), piece.size());
+    }
+    const bool ends = end < piece.size();
+    const std::string_view head = piece.substr(0, end);
     for (const std::string& v : *values) {
-      // content + head must be a prefix of v, and all of v where the token closes the string.
+      // content + head must be a prefix of v, and all of v where the token ends the value.
       if (content.size() + head.size() > v.size() || v.compare(0, content.size(), content) != 0 ||
           v.compare(content.size(), head.size(), head) != 0) {
         continue;
       }
-      if (close == std::string_view::npos || content.size() + head.size() == v.size()) return true;
+      if (!ends || content.size() + head.size() == v.size()) return true;
     }
     return false;
   });
 }
 
-std::string Session::UnwrittenDateTimeKey(uint32_t args_node, uint64_t written) const {
+std::string Session::UnwrittenSaidValueKey(uint32_t args_node, uint64_t written) const {
   const grammar::ToolGrammar& g = matcher_->grammar();
   const grammar::Node& n = g.nodes[args_node];
   if (n.kind != grammar::NodeKind::kObject) return "";
   for (size_t i = 0; i < n.prop_names.size() && i < 64; ++i) {
     if ((written >> i) & 1) continue;
-    const grammar::Node& p = g.nodes[n.prop_nodes[i]];
-    if (p.kind != grammar::NodeKind::kString || !p.pattern.empty()) continue;
-    const std::vector<std::string>* values = p.format == "date"        ? &date_values_
-                                             : p.format == "time"      ? &time_values_
-                                             : p.format == "date-time" ? &date_time_values_
-                                                                       : nullptr;
+    const bool number = g.nodes[n.prop_nodes[i]].kind == grammar::NodeKind::kNumber;
+    if (!std::isinf(number ? opt_.quantity_bias : opt_.date_time_bias)) continue;
+    const std::vector<std::string>* values = SaidValues(n.prop_nodes[i]);
     if (!values) continue;
     for (const std::string& v : *values) {
+      if (number) {
+        // Not yet written as a number of any call (":300," but not ":1300" or ":3000").
+        bool held = false;
+        for (size_t at = call_bytes_.find(v); at != std::string::npos && !held; at = call_bytes_.find(v, at + 1)) {
+          const size_t after = at + v.size();
+          held = at > 0 && !IsNumberByte(call_bytes_[at - 1]) && (after == call_bytes_.size() || !IsNumberByte(call_bytes_[after]));
+        }
+        if (!held) return n.prop_names[i];
+        continue;
+      }
       // A value said but not yet written: for a date-time, neither its date nor its time.
       const std::string_view date = std::string_view(v).substr(0, v.find('T'));
       if (call_bytes_.find(date) == std::string::npos &&
@@ -437,6 +503,21 @@ void Session::RememberTurnText(std::string_view text) {
     if (!t.empty()) segments.push_back(t);
   }
   copy_source_.Build(segments);
+  // Quantities said with a unit, in each unit-declaring argument's unit.
+  std::vector<grammar::Quantity> quantities;
+  for (const std::string& t : copy_texts_) {
+    const std::vector<grammar::Quantity> q = grammar::SpokenQuantities(t);
+    quantities.insert(quantities.end(), q.begin(), q.end());
+  }
+  for (size_t k = 0; k < unit_nodes_.size(); ++k) {
+    std::vector<std::string>& values = unit_node_values_[k];
+    values.clear();
+    const bool integer = grammar_->nodes[unit_nodes_[k].first].integer;
+    for (const grammar::Quantity& q : quantities) {
+      std::string v = grammar::QuantityIn(q, unit_nodes_[k].second, integer);
+      if (!v.empty() && std::find(values.begin(), values.end(), v) == values.end()) values.push_back(std::move(v));
+    }
+  }
 }
 
 std::vector<uint32_t> Session::SelectTools(std::string_view query) {
@@ -701,8 +782,8 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     float bias = 0.0f;
     if (naming) {
       // (ArgmaxNamingCall / NamingLogProb)
-    } else if (opt_.date_time_bias > 0.0f && ComputeFormatValueMask()) {
-      bonus = value_mask_.data(), bias = opt_.date_time_bias;
+    } else if (float said_bias = 0.0f; ComputeSaidValueMask(&said_bias)) {
+      bonus = value_mask_.data(), bias = said_bias;
     } else if (!copying && opt_.enum_word_bias > 0.0f && ComputeEnumWordMask()) {
       bonus = enum_mask_.data(), bias = opt_.enum_word_bias;
     } else if (copying) {
@@ -717,18 +798,19 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     // exact calls, whose values the copy / date / naming rules had chosen).
     log_p += naming ? NamingLogProb(id) : LogProbWithBonus(allowed, bonus, bias, id);
     if (id == int32_t(kToolCallEndId)) break;
-    // A date or time the request says goes into the call's unwritten date /
-    // time argument when the model would close the arguments without it (it
-    // leaves optional ones out): the key is written instead, and the value
-    // rule picks the value. Only as the arguments close, so the model's own
+    // A date, time or quantity the request says goes into the call's
+    // unwritten date / time / unit argument when the model would close the
+    // arguments without it (it leaves optional ones out): the key is written
+    // instead, and the value rule picks the value. Only as the arguments close, so the model's own
     // order of keys stays (forcing the key first disturbed the others).
-    if (std::isinf(opt_.date_time_bias) && call.size() + 8 < call_budget && matcher_->ClosesArguments(tok.TokenBytes(id))) {
+    if ((std::isinf(opt_.date_time_bias) || std::isinf(opt_.quantity_bias)) && call.size() + 8 < call_budget &&
+        matcher_->ClosesArguments(tok.TokenBytes(id))) {
       uint64_t written = 0;
       bool opened = false;
       std::string bytes;  // what must come before the key
       int32_t args = matcher_->BetweenArguments(&written, &opened);
       if (args < 0 && matcher_->ArgumentsPending(&bytes)) args = int32_t(matcher_->grammar().tools()[size_t(matcher_->NamedTool())].args);
-      if (const std::string key = args >= 0 ? UnwrittenDateTimeKey(uint32_t(args), written) : ""; !key.empty()) {
+      if (const std::string key = args >= 0 ? UnwrittenSaidValueKey(uint32_t(args), written) : ""; !key.empty()) {
         bytes += std::string(!opened ? "{" : written ? "," : "") + nlohmann::json(key).dump() + ":";
         std::vector<int32_t> forced;
         tok.EncodeContinuation(bytes, forced);

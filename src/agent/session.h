@@ -39,6 +39,7 @@
 #include "agent/retrieval.h"
 #include "base/thread_pool.h"
 #include "grammar/matcher.h"
+#include "grammar/quantities.h"
 
 namespace needle {
 
@@ -95,6 +96,17 @@ struct SessionOptions {
   // whenever one of them fits what is written so far; 0 turns it off.
   float date_time_bias = kDefaultDateTimeBias;
   static constexpr float kDefaultDateTimeBias = INFINITY;
+  // Inside a number argument whose name or description declares a unit
+  // ("duration_seconds", "Distance in meters"; grammar::DeclaredUnit), logit
+  // bonus for the tokens that write a quantity the conversation says in that
+  // unit (grammar::SpokenQuantities: "5 minutes" -> 300 into seconds, "90
+  // cm" -> 0.9 into metres). Arguments that split one dimension between them
+  // (hours, minutes and seconds of one timer) are left alone. INFINITY (the
+  // default) makes it a rule whenever one of them fits what is written so
+  // far, and writes an unwritten such argument when the model would close
+  // the arguments without it (as date_time_bias does); 0 turns it off.
+  float quantity_bias = kDefaultQuantityBias;
+  static constexpr float kDefaultQuantityBias = INFINITY;
   // Drop an optional argument whose value is empty or repeats another
   // argument's value in the same call (DropEchoedArguments).
   bool drop_echoed_arguments = true;
@@ -205,15 +217,20 @@ class Session {
   int32_t PickWithCopyBonus(const uint32_t* allowed, bool copying) const;
   // The copy source from the facts, pins and the recent turn texts.
   void RememberTurnText(std::string_view text);
-  // Inside a `format: date / time / date-time` string: sets value_mask_ to
-  // the allowed tokens that keep it a prefix of one of the dates or times the
-  // conversation says (date_values_, ...), or close it after a whole one;
-  // false when none do.
-  bool ComputeFormatValueMask();
-  // Between a call's arguments, with date_time_bias a rule: the key of an
-  // unwritten `format: date / time / date-time` argument while the
-  // conversation says such a value that the calls do not hold yet; "" else.
-  std::string UnwrittenDateTimeKey(uint32_t args_node, uint64_t written) const;
+  // The values the conversation says that fit `node` (nullptr when none):
+  // the dates, times or date-times for a `format: date / time / date-time`
+  // string, the quantities in its unit for a number with a declared unit.
+  const std::vector<std::string>* SaidValues(uint32_t node) const;
+  // Inside such a string or number (with date_time_bias, quantity_bias > 0):
+  // sets value_mask_ to the allowed tokens that keep it a prefix of one of
+  // its SaidValues, or end it after a whole one, and *bias to the option's
+  // bias; false when none do.
+  bool ComputeSaidValueMask(float* bias);
+  // Between a call's arguments: the key of an unwritten argument that has
+  // SaidValues (dates and times with date_time_bias a rule, quantities with
+  // quantity_bias a rule) while the conversation says such a value that the
+  // calls do not hold yet; "" else.
+  std::string UnwrittenSaidValueKey(uint32_t args_node, uint64_t written) const;
   // Inside an enum value: sets enum_mask_ to the allowed tokens that fit a
   // value favoured by enum_word_bias; false (and the mask unspecified) when none do.
   bool ComputeEnumWordMask();
@@ -257,6 +274,11 @@ class Session {
   // The dates (YYYY-MM-DD), times (HH:MM) and their combinations (date-time)
   // those texts say (grammar::SpokenDatesAndTimes), for format strings.
   std::vector<std::string> date_values_, time_values_, date_time_values_;
+  // Number arguments with a declared unit (set with the tools: node, unit),
+  // and per turn the quantities those texts say in each one's unit
+  // (grammar::SpokenQuantities, QuantityIn), parallel to unit_nodes_.
+  std::vector<std::pair<uint32_t, grammar::Unit>> unit_nodes_;
+  std::vector<std::vector<std::string>> unit_node_values_;
   std::string call_bytes_;  // this turn's call so far (reserved once per model)
   // Decode buffers, sized once per model.
   std::vector<float> logits_;

@@ -569,6 +569,105 @@ TEST(Session, AnOptionalDateArgumentTakesTheDateTheRequestSays) {
   EXPECT_GE(wrong_without, 1u);
 }
 
+// A number argument that declares a unit takes the quantity the request says
+// in that unit.
+TEST(Session, UnitArgumentsTakeTheQuantityTheRequestSays) {
+  const char* tools = R"([{"name":"timer","parameters":{"type":"object","properties":{
+      "duration_seconds":{"type":"integer"},"distance":{"type":"number","description":"How far, in meters"}},
+      "required":["duration_seconds","distance"]}}])";
+  struct Case {
+    const char* query;
+    int64_t seconds;
+    double metres;
+  };
+  const Case cases[] = {{"a timer for 5 minutes and drive 90 cm", 300, 0.9}, {"half an hour, then 2 metres", 1800, 2.0}};
+  size_t calls = 0, wrong_without = 0;
+  for (uint64_t seed : {3, 5, 8}) {
+    for (bool rule : {true, false}) {
+      SessionOptions o = Small();
+      o.quantity_bias = rule ? INFINITY : 0.0f;
+      Session s(testing::AgentModel(seed), o);
+      s.SetToolsJson(tools);
+      for (const Case& c : cases) {
+        const Envelope e = s.Query(c.query);
+        ASSERT_TRUE(e.success()) << e.Dump();
+        s.Reset();
+        if (e.function_calls.empty()) continue;
+        const auto& args = e.function_calls[0]["arguments"];
+        if (!rule) {
+          wrong_without += args["duration_seconds"] != c.seconds || args["distance"] != c.metres;
+          continue;
+        }
+        ++calls;
+        EXPECT_EQ(args["duration_seconds"], c.seconds) << c.query << " -> " << e.Dump();
+        EXPECT_EQ(args["distance"], c.metres) << c.query << " -> " << e.Dump();
+      }
+    }
+  }
+  EXPECT_GE(calls, 2u);
+  EXPECT_GE(wrong_without, 1u);
+}
+
+// Arguments that split one dimension between them (an alarm's hours and
+// minutes) are left to the model: the rule changes nothing there, while it
+// does change a lone minutes argument.
+TEST(Session, UnitArgumentsThatSplitADimensionAreLeftAlone) {
+  const char* split = R"([{"name":"alarm","parameters":{"type":"object","properties":{
+      "hours":{"type":"integer"},"minutes":{"type":"integer"}},"required":["hours","minutes"]}}])";
+  const char* lone = R"([{"name":"alarm","parameters":{"type":"object","properties":{
+      "minutes":{"type":"integer"}},"required":["minutes"]}}])";
+  size_t lone_changed = 0;
+  for (uint64_t seed : {3, 5, 8}) {
+    for (const char* tools : {split, lone}) {
+      std::string calls[2];
+      for (bool rule : {true, false}) {
+        SessionOptions o = Small();
+        o.quantity_bias = rule ? INFINITY : 0.0f;
+        Session s(testing::AgentModel(seed), o);
+        s.SetToolsJson(tools);
+        const Envelope e = s.Query("wake me in 2 hours and 5 minutes");
+        ASSERT_TRUE(e.success()) << e.Dump();
+        calls[rule] = e.function_calls.dump();
+      }
+      if (tools == split) EXPECT_EQ(calls[0], calls[1]) << "seed " << seed;
+      else lone_changed += calls[0] != calls[1];
+    }
+  }
+  EXPECT_GE(lone_changed, 1u);
+}
+
+// An optional unit argument the model would leave out is written when the
+// request says a quantity the call does not hold yet.
+TEST(Session, AnOptionalUnitArgumentTakesTheQuantityTheRequestSays) {
+  const char* tools = R"([{"name":"record","parameters":{"type":"object","properties":{
+      "timeGoalSecs":{"type":"integer"},"verbose":{"type":"boolean"}}}}])";
+  size_t calls = 0, wrong_without = 0;
+  for (uint64_t seed : {3, 5, 8, 13}) {
+    for (bool rule : {true, false}) {
+      SessionOptions o = Small();
+      o.quantity_bias = rule ? INFINITY : 0.0f;
+      Session s(testing::AgentModel(seed), o);
+      s.SetToolsJson(tools);
+      for (const char* q : {"record for forty-five minutes", "a swim of 1 hour and 9 minutes"}) {
+        const Envelope e = s.Query(q);
+        ASSERT_TRUE(e.success()) << e.Dump();
+        s.Reset();
+        if (e.function_calls.empty()) continue;
+        const auto& args = e.function_calls[0]["arguments"];
+        const int64_t want = q[0] == 'r' ? 2700 : 4140;
+        if (!rule) {
+          wrong_without += args.value("timeGoalSecs", int64_t(-1)) != want;
+          continue;
+        }
+        ++calls;
+        EXPECT_EQ(args.value("timeGoalSecs", int64_t(-1)), want) << q << " -> " << e.Dump();
+      }
+    }
+  }
+  EXPECT_GE(calls, 2u);
+  EXPECT_GE(wrong_without, 1u);
+}
+
 // The confidence's call probability is the decoder's: the bonus that made a
 // token win counts as the decoder's preference, not as the model's doubt.
 TEST(Session, DecoderLogProbCountsTheBonus) {

@@ -210,16 +210,18 @@ struct SpelledNumber {
     }
     open = true, pending_and = false, last = n.kind;
   }
-  void Flush(std::string& out) {
-    if (open) out += (out.empty() ? "" : " ") + std::to_string(total + group);
+  void Flush(std::vector<SpelledNumberSpan>& out) {
+    if (open) out.push_back({begin, end, total + group});
     *this = {};
   }
+  size_t begin = 0, end = 0;  // bytes of the words read so far
 };
 
 }  // namespace
 
-std::string SpelledNumbers(std::string_view text) {
-  std::string out, word;
+std::vector<SpelledNumberSpan> FindSpelledNumbers(std::string_view text) {
+  std::vector<SpelledNumberSpan> out;
+  std::string word;
   SpelledNumber number;
   for (size_t i = 0; i <= text.size(); ++i) {
     const uint8_t c = i < text.size() ? uint8_t(text[i]) : uint8_t('.');
@@ -230,7 +232,9 @@ std::string SpelledNumbers(std::string_view text) {
     if (!word.empty()) {
       if (const NumberWord* n = FindNumberWord(word)) {
         if (!number.Continues(*n)) number.Flush(out);
+        if (!number.open) number.begin = i - word.size();
         number.Add(*n);  // "hundred" / "thousand" alone ("a hundred") count one of them
+        number.end = i;
       } else if (word == "and" && number.open && !number.pending_and &&
                  (number.last == NumberWord::kHundred || number.last == NumberWord::kScale)) {
         number.pending_and = true;  // "one hundred and five"
@@ -242,6 +246,12 @@ std::string SpelledNumbers(std::string_view text) {
     // Words join across spaces and hyphens ("twenty-two"); anything else ends a number ("five, six", "5").
     if (c != ' ' && c != '-') number.Flush(out);
   }
+  return out;
+}
+
+std::string SpelledNumbers(std::string_view text) {
+  std::string out;
+  for (const SpelledNumberSpan& n : FindSpelledNumbers(text)) out += (out.empty() ? "" : " ") + std::to_string(n.value);
   return out;
 }
 

@@ -102,5 +102,11 @@ bool MarkCopyTokens(const TokenTrie& trie, const CopySource& source, uint32_t st
 // to 57" does. Digits said one by one ("five five one") stay separate
 // numbers; ordinals and fractions are not read.
 std::string SpelledNumbers(std::string_view text);
+// The same numbers with where their words are in `text` ([begin, end) bytes).
+struct SpelledNumberSpan {
+  size_t begin = 0, end = 0;
+  uint64_t value = 0;
+};
+std::vector<SpelledNumberSpan> FindSpelledNumbers(std::string_view text);
 
 }  // namespace needle::grammar

@@ -686,6 +686,12 @@ int32_t GrammarMatcher::OpenString(bool* opened) const {
   return int32_t(top.node);
 }
 
+int32_t GrammarMatcher::OpenNumber() const {
+  if (state_.depth == 0) return -1;
+  const Frame& top = state_.frames[state_.depth - 1];
+  return grammar_->nodes[top.node].kind == NodeKind::kNumber ? int32_t(top.node) : -1;
+}
+
 int32_t GrammarMatcher::OpenLiteral() const {
   if (state_.depth == 0) return -1;
   const Frame& top = state_.frames[state_.depth - 1];

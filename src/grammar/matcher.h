@@ -157,6 +157,9 @@ class GrammarMatcher {
   // characters, no escape pending): its kString node, else -1. *opened says
   // whether the opening quote was consumed.
   int32_t OpenString(bool* opened) const;
+  // A number value open now (its first byte next, or some of it written and
+  // more may follow): its kNumber node, else -1.
+  int32_t OpenNumber() const;
   // Choosing an enum / const / boolean value: the kLiteral node of the value
   // open now (its first byte next, or part of it consumed), else -1.
   int32_t OpenLiteral() const;

@@ -345,6 +345,24 @@ TEST(Enum, LiteralCandidatesNameTheValuesATokenFits) {
   EXPECT_EQ(m.OpenLiteral(), -1);
 }
 
+// A number value open: before its first byte and while more digits may follow.
+TEST(Numbers, OpenNumberWhileTheValueMayGoOn) {
+  const auto g = ToolGrammar::Compile(std::string_view(R"([{"name":"move","parameters":{"type":"object","properties":{
+      "cm":{"type":"integer"},"way":{"type":"string"}}}}])"));
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.AcceptBytes(R"([{"name":"move","arguments":{"cm")"));
+  EXPECT_EQ(m.OpenNumber(), -1);
+  ASSERT_TRUE(m.AcceptBytes(":"));
+  ASSERT_GE(m.OpenNumber(), 0);
+  EXPECT_EQ(g->nodes[size_t(m.OpenNumber())].kind, NodeKind::kNumber);
+  ASSERT_TRUE(m.AcceptBytes("15"));
+  EXPECT_GE(m.OpenNumber(), 0);  // "150" may follow
+  ASSERT_TRUE(m.AcceptBytes(","));
+  EXPECT_EQ(m.OpenNumber(), -1);
+  ASSERT_TRUE(m.AcceptBytes(R"("way":")"));
+  EXPECT_EQ(m.OpenNumber(), -1);
+}
+
 // Where a call's arguments start, stand between values, and close: what the
 // session needs to write a missing argument's key before the '}'.
 TEST(Calls, ArgumentsPendingBetweenAndClosing) {

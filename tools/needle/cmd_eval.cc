@@ -244,6 +244,7 @@ int RunEval(int argc, char** argv) {
           {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
           {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 8; 0 off, inf always)"},
           {"date-time-bias", "B", "logit bonus for the dates and times the conversation says, in date/time format strings (default inf: a rule; 0 off)"},
+          {"quantity-bias", "B", "logit bonus for the quantities the conversation says (\"5 minutes\"), converted to a number argument's declared unit (default inf: a rule; 0 off)"},
           {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
           {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
              {"long-session", "N", "also re-ask each single-turn example after N turns of other traffic"},
@@ -278,6 +279,7 @@ int RunEval(int argc, char** argv) {
   opt.copy_bias = static_cast<float>(args.GetDouble("copy-bias", opt.copy_bias));
   opt.enum_word_bias = static_cast<float>(args.GetDouble("enum-word-bias", opt.enum_word_bias));
   opt.date_time_bias = static_cast<float>(args.GetDouble("date-time-bias", opt.date_time_bias));
+  opt.quantity_bias = static_cast<float>(args.GetDouble("quantity-bias", opt.quantity_bias));
   opt.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
   opt.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", opt.tool_score_bias));
   opt.lexical_weight = static_cast<float>(args.GetDouble("lexical-weight", opt.lexical_weight));

@@ -53,6 +53,7 @@ std::vector<FlagSpec> SessionFlags() {
           {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
           {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 8; 0 off, inf always)"},
           {"date-time-bias", "B", "logit bonus for the dates and times the conversation says, in date/time format strings (default inf: a rule; 0 off)"},
+          {"quantity-bias", "B", "logit bonus for the quantities the conversation says (\"5 minutes\"), converted to a number argument's declared unit (default inf: a rule; 0 off)"},
           {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
           {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
           {"tool-index", "FILE", "persist tool embeddings for retrieval (more than 5 tools)"},
@@ -67,6 +68,7 @@ std::unique_ptr<Session> MakeSession(const Args& args) {
   o.copy_bias = static_cast<float>(args.GetDouble("copy-bias", o.copy_bias));
   o.enum_word_bias = static_cast<float>(args.GetDouble("enum-word-bias", o.enum_word_bias));
   o.date_time_bias = static_cast<float>(args.GetDouble("date-time-bias", o.date_time_bias));
+  o.quantity_bias = static_cast<float>(args.GetDouble("quantity-bias", o.quantity_bias));
   o.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
   o.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", o.tool_score_bias));
   o.lexical_weight = static_cast<float>(args.GetDouble("lexical-weight", o.lexical_weight));
