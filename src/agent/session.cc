@@ -116,7 +116,18 @@ void Session::SetTools(const nlohmann::ordered_json& tools_in) {
   grammar_ = std::move(grammar);
   warnings_ = grammar_->warnings();
   matcher_ = std::make_unique<grammar::GrammarMatcher>(grammar_, model_->trie());
-  enum_favoured_.clear();  // keyed by the old grammar's nodes
+  // The words of every enum's string values (enum_word_bias scores them per request).
+  enum_terms_.clear(), enum_favoured_.clear();
+  for (uint32_t node = 0; node < grammar_->nodes.size(); ++node) {
+    const grammar::Node& n = grammar_->nodes[node];
+    if (n.kind != grammar::NodeKind::kLiteral) continue;
+    std::vector<std::vector<std::string>> terms(n.values.size());
+    bool any = false;
+    for (size_t v = 0; v < n.values.size(); ++v) {
+      if (n.values[v].is_string()) terms[v] = LexicalTerms(n.values[v].get_ref<const std::string&>()), any = true;
+    }
+    if (any) enum_terms_.emplace_back(node, std::move(terms));
+  }
   // Number arguments with a declared unit; where one object has several of a
   // dimension (hours, minutes, seconds) they split an amount: none of them.
   unit_nodes_.clear(), unit_node_values_.clear();
@@ -259,32 +270,26 @@ float Session::BestNameScore() const {
   return best_score;
 }
 
-int32_t Session::ArgmaxNamingCall() const {
+int32_t Session::ArgmaxNamingCall(double* log_p) const {
   const float best_score = BestNameScore();
   int32_t best = -1;
-  float best_v = -INFINITY;
+  // Running log-sum-exp: sum of exp(v - top) over the tokens seen, top their maximum.
+  double top = -INFINITY, sum = 0.0;
   for (size_t w = 0; w < mask_.size(); ++w) {
     for (uint32_t bits = mask_[w]; bits; bits &= bits - 1) {
       const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
       if (size_t(id) >= logits_.size()) continue;
-      const float v = NamingLogit(id, best_score);
-      if (v > best_v) best_v = v, best = id;
+      const double v = NamingLogit(id, best_score);
+      if (v > top) {
+        sum = (best < 0 ? 0.0 : sum * std::exp(top - v)) + 1.0;
+        top = v, best = id;
+      } else {
+        sum += std::exp(v - top);
+      }
     }
   }
+  *log_p = best < 0 ? 0.0 : -std::log(sum);
   return best;
-}
-
-double Session::NamingLogProb(int32_t chosen) const {
-  const float best_score = BestNameScore();
-  const double top = NamingLogit(chosen, best_score);
-  double z = 0.0;
-  for (size_t w = 0; w < mask_.size(); ++w) {
-    for (uint32_t bits = mask_[w]; bits; bits &= bits - 1) {
-      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
-      if (size_t(id) < logits_.size()) z += std::exp(double(NamingLogit(id, best_score)) - top);
-    }
-  }
-  return -std::log(z);
 }
 
 double Session::LogProbWithBonus(const uint32_t* allowed, const uint32_t* bonus, float bias, int32_t chosen) const {
@@ -416,9 +421,10 @@ std::string Session::UnwrittenSaidValueKey(uint32_t args_node, uint64_t written)
         continue;
       }
       // A value said but not yet written: for a date-time, neither its date nor its time.
-      const std::string_view date = std::string_view(v).substr(0, v.find('T'));
+      const size_t t = v.find('T');
+      const std::string_view date = std::string_view(v).substr(0, t);
       if (call_bytes_.find(date) == std::string::npos &&
-          (v.find('T') == std::string::npos || call_bytes_.find(v.substr(v.find('T') + 1)) == std::string::npos)) {
+          (t == std::string::npos || call_bytes_.find(std::string_view(v).substr(t + 1)) == std::string::npos)) {
         return n.prop_names[i];
       }
     }
@@ -426,28 +432,26 @@ std::string Session::UnwrittenSaidValueKey(uint32_t args_node, uint64_t written)
   return "";
 }
 
-bool Session::ComputeEnumWordMask() {
-  const int32_t node = matcher_->OpenLiteral();
-  if (node < 0 || request_terms_.empty()) return false;
-  auto it = enum_favoured_.find(uint32_t(node));
-  if (it == enum_favoured_.end()) {
-    // Score the enum's values against the request once per turn.
-    const grammar::Node& n = matcher_->grammar().nodes[size_t(node)];
-    std::vector<std::vector<std::string>> value_terms(n.values.size());
-    for (size_t v = 0; v < n.values.size(); ++v) {
-      if (n.values[v].is_string()) value_terms[v] = LexicalTerms(n.values[v].get_ref<const std::string&>());
-    }
-    const std::vector<float> scores = LexicalScores(request_terms_, value_terms);
+void Session::ScoreEnumValues() {
+  enum_favoured_.clear();
+  for (const auto& [node, terms] : enum_terms_) {
+    const grammar::Node& n = grammar_->nodes[node];
+    const std::vector<float> scores = LexicalScores(request_terms_, terms);
     float lo = INFINITY, hi = -INFINITY;
     for (float x : scores) lo = std::min(lo, x), hi = std::max(hi, x);
+    if (!(hi > 0.0f && hi > lo)) continue;  // no value shares a word, or all share as many
     std::vector<uint8_t> favoured(n.value_of_rank.size(), 0);
-    if (hi > 0.0f && hi > lo) {
-      for (size_t r = 0; r < favoured.size(); ++r) favoured[r] = scores[n.value_of_rank[r]] == hi;
-    }
-    it = enum_favoured_.emplace(uint32_t(node), std::move(favoured)).first;
+    for (size_t r = 0; r < favoured.size(); ++r) favoured[r] = scores[n.value_of_rank[r]] == hi;
+    enum_favoured_.emplace(node, std::move(favoured));
   }
+}
+
+bool Session::ComputeEnumWordMask() {
+  const int32_t node = matcher_->OpenLiteral();
+  if (node < 0) return false;
+  const auto it = enum_favoured_.find(uint32_t(node));
+  if (it == enum_favoured_.end()) return false;
   const std::vector<uint8_t>& favoured = it->second;
-  if (std::find(favoured.begin(), favoured.end(), 1) == favoured.end()) return false;
   return MarkAllowed(model_->tokenizer(), mask_, enum_mask_, [&](std::string_view piece) {
     uint32_t lo = 0, hi = 0;
     if (!matcher_->LiteralCandidates(piece, &lo, &hi)) return false;
@@ -663,7 +667,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   if (kind == TurnKind::kQuery) {
     PrepareSinks(text, &prefill_s, &prefill_n);
     request_terms_ = LexicalTerms(text);
-    enum_favoured_.clear();
+    ScoreEnumValues();
     turn_text = turns_ == 0 ? FirstQueryText(text) : UserTurnText(text);
   } else {
     if (!state_ || sinks_dirty_ || turns_ == 0) {
@@ -781,7 +785,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     const uint32_t* bonus = nullptr;
     float bias = 0.0f;
     if (naming) {
-      // (ArgmaxNamingCall / NamingLogProb)
+      // (ArgmaxNamingCall)
     } else if (float said_bias = 0.0f; ComputeSaidValueMask(&said_bias)) {
       bonus = value_mask_.data(), bias = said_bias;
     } else if (!copying && opt_.enum_word_bias > 0.0f && ComputeEnumWordMask()) {
@@ -790,13 +794,14 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
       bonus = copy_mask_.data(), bias = opt_.copy_bias;
     }
     if (bonus && std::isinf(bias)) allowed = bonus, bonus = nullptr, bias = 0.0f;
-    const int32_t id = naming ? ArgmaxNamingCall() : bonus ? ArgmaxWithBonus(allowed, bonus, bias) : Argmax(allowed);
+    double naming_log_p = 0.0;
+    const int32_t id = naming ? ArgmaxNamingCall(&naming_log_p) : bonus ? ArgmaxWithBonus(allowed, bonus, bias) : Argmax(allowed);
     if (id < 0) throw Error(ErrorCode::kInternal, "grammar: no allowed token");
     // The confidence's call probability is the decoder's (SPEC §10): what the
     // model assigned, moved by the same bonuses and rules that picked the
     // token (the model's own masked probability was near 0 on a third of the
     // exact calls, whose values the copy / date / naming rules had chosen).
-    log_p += naming ? NamingLogProb(id) : LogProbWithBonus(allowed, bonus, bias, id);
+    log_p += naming ? naming_log_p : LogProbWithBonus(allowed, bonus, bias, id);
     if (id == int32_t(kToolCallEndId)) break;
     // A date, time or quantity the request says goes into the call's
     // unwritten date / time / unit argument when the model would close the

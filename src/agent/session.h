@@ -193,13 +193,12 @@ class Session {
   // Contrastive similarity of the query to every declared tool (embeddings cached).
   std::vector<float> ScoreTools(std::string_view query);
   // The greedy pick where the call is being named: logit + tool_score_bias x
-  // (best score among the tools the token still fits - best score overall).
-  int32_t ArgmaxNamingCall() const;
-  // A token's logit there (the naming bias, or the refusal bias), and the
-  // log-probability of `chosen` under those logits over mask_.
+  // (best score among the tools the token still fits - best score overall);
+  // *log_p = its log-probability under those logits over mask_ (one pass).
+  int32_t ArgmaxNamingCall(double* log_p) const;
+  // A token's logit there (the naming bias, or the refusal bias).
   float NamingLogit(int32_t id, float best_score) const;
   float BestNameScore() const;
-  double NamingLogProb(int32_t chosen) const;
   // log P(chosen) when `allowed`'s logits, plus `bias` on `bonus` (may be
   // null), are the distribution (the decoder's, for the confidence).
   double LogProbWithBonus(const uint32_t* allowed, const uint32_t* bonus, float bias, int32_t chosen) const;
@@ -231,6 +230,8 @@ class Session {
   // quantity_bias a rule) while the conversation says such a value that the
   // calls do not hold yet; "" else.
   std::string UnwrittenSaidValueKey(uint32_t args_node, uint64_t written) const;
+  // enum_favoured_ for this request (request_terms_), every enum at once.
+  void ScoreEnumValues();
   // Inside an enum value: sets enum_mask_ to the allowed tokens that fit a
   // value favoured by enum_word_bias; false (and the mask unspecified) when none do.
   bool ComputeEnumWordMask();
@@ -264,7 +265,10 @@ class Session {
   std::vector<float> name_scores_;  // [tools] this turn: score of active tools, -inf otherwise
   std::vector<uint8_t> name_spent_;  // [tools] this turn: 1 = a call already named it
   std::vector<std::string> request_terms_;  // LexicalTerms of the last user request
-  // kLiteral node -> per trie rank, 1 = a value enum_word_bias favours (this turn).
+  // kLiteral nodes with string values: the values' LexicalTerms (set with the tools).
+  std::vector<std::pair<uint32_t, std::vector<std::vector<std::string>>>> enum_terms_;
+  // kLiteral node -> per trie rank, 1 = a value enum_word_bias favours (this
+  // request; only enums where some value is favoured).
   std::unordered_map<uint32_t, std::vector<uint8_t>> enum_favoured_;
   // Recent turn texts (newest last, kCopyTextBytes in all at most, the newest
   // whole) and the automaton over them and the facts and pins.
