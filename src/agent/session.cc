@@ -461,6 +461,62 @@ bool Session::ComputeEnumWordMask() {
   });
 }
 
+namespace {
+
+// How `written` + `bytes` stands to a reasoning head `head` + `tail`: 0 they
+// differ, 1 it is a prefix of the head (still open), 2 the head is complete.
+int HeadFit(std::string_view written, std::string_view bytes, std::string_view head, std::string_view tail) {
+  const size_t n = written.size() + bytes.size(), m = head.size() + tail.size();
+  for (size_t k = 0; k < std::min(n, m); ++k) {
+    const char a = k < written.size() ? written[k] : bytes[k - written.size()];
+    const char b = k < head.size() ? head[k] : tail[k - head.size()];
+    if (a != b) return 0;
+  }
+  return n >= m ? 2 : 1;
+}
+
+}  // namespace
+
+int32_t Session::PickReasoningHead(std::string_view written, bool name_bias, bool* open) const {
+  static constexpr std::string_view kRefusal = "no declared tool", kQuote = "'";
+  const Tokenizer& tok = model_->tokenizer();
+  const float best_score = name_bias ? BestNameScore() : 0.0f;
+  int32_t best = -1;
+  float best_v = -INFINITY;
+  bool best_done = false;
+  for (size_t w = 0; w < text_mask_.size(); ++w) {
+    for (uint32_t bits = text_mask_[w]; bits; bits &= bits - 1) {
+      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
+      if (size_t(id) >= logits_.size() || id == int32_t(kThinkEndId)) continue;
+      const std::string_view bytes = tok.TokenBytes(id);
+      if (bytes.empty()) continue;
+      // The best bonus among the heads the token fits (a tool's name then ':' or ' ', a refusal, a quote).
+      float bonus = -INFINITY;
+      bool done = false;
+      auto consider = [&](int fit, float b) {
+        if (fit == 0 || b < bonus) return;
+        done = (b == bonus && done) || fit == 2;  // a complete head among the best ones
+        bonus = b;
+      };
+      for (size_t k = 0; k < active_.size(); ++k) {
+        const float b = name_bias ? opt_.tool_score_bias * (name_scores_[active_[k]] - best_score) : 0.0f;
+        consider(std::max(HeadFit(written, bytes, head_names_[k], ":"), HeadFit(written, bytes, head_names_[k], " ")), b);
+      }
+      consider(HeadFit(written, bytes, kRefusal, ""), refusal_bias_ - opt_.reasoning_refusal_penalty);
+      consider(HeadFit(written, bytes, kQuote, ""), 0.0f);
+      if (bonus == -INFINITY) continue;
+      const float v = logits_[size_t(id)] + bonus;
+      if (v > best_v) best_v = v, best = id, best_done = done;
+    }
+  }
+  if (best < 0) {  // (no text token starts a head: not expected with a real vocabulary)
+    *open = false;
+    return Argmax(text_mask_.data());
+  }
+  *open = !best_done;
+  return best;
+}
+
 int32_t Session::PickWithCopyBonus(const uint32_t* allowed, bool copying) const {
   if (!copying) return Argmax(allowed);
   if (std::isinf(opt_.copy_bias)) return Argmax(copy_mask_.data());
@@ -705,11 +761,37 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   prefill_s += Since(t);
   prefill_n += ids.size();
 
+  // The naming preferences (reasoning and call).
+  const bool name_bias = opt_.tool_score_bias > 0.0f && tool_scores_.size() == tools_.size();
+  // A tool the ranking rates highly makes refusing less likely (query turns,
+  // until a call is named): the tokens that close the calls array lose
+  // refusal_score_penalty x (best active score - refusal_score_threshold).
+  refusal_bias_ = 0.0f;
+  if (name_bias && kind == TurnKind::kQuery && opt_.refusal_score_penalty > 0.0f) {
+    float best = -INFINITY;
+    for (uint32_t i : active_) best = std::max(best, tool_scores_[i]);
+    if (best > opt_.refusal_score_threshold) refusal_bias_ = -opt_.refusal_score_penalty * (best - opt_.refusal_score_threshold);
+  }
+  if (name_bias) {
+    name_scores_.assign(tools_.size(), -INFINITY);
+    name_spent_.assign(tools_.size(), 0);
+    for (uint32_t i : active_) name_scores_[i] = tool_scores_[i];
+  }
+
   // ---- free reasoning
   t = Clock::now();
   std::vector<int32_t> think;
   int32_t next = -1;
   ReasoningSpan span;
+  // The reasoning's plan starts with the tool it means ("name: 'span' -> key",
+  // "name needs ...") or a refusal: with reasoning_names, its head is a
+  // declared tool's name under the call's naming preference, "no declared
+  // tool" or a quote; again after " | " (the next call's plan).
+  std::string reasoning_bytes;
+  size_t head_start = 0;
+  bool head_open = opt_.reasoning_names && kind == TurnKind::kQuery && !active_.empty();
+  head_names_.clear();
+  for (uint32_t i : active_) head_names_.push_back(tools_[i]["name"].get_ref<const std::string&>());
   for (uint32_t i = 0; i < opt_.max_think_tokens; ++i) {
     bool copying = false;
     if (opt_.copy_bias > 0.0f && span.open &&
@@ -717,9 +799,15 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
                                  copy_mask_, copy_walk_)) {
       for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= text_mask_[w]) != 0;
     }
-    next = PickWithCopyBonus(text_mask_.data(), copying);
+    next = head_open ? PickReasoningHead(std::string_view(reasoning_bytes).substr(head_start), name_bias, &head_open)
+                     : PickWithCopyBonus(text_mask_.data(), copying);
     if (next < 0 || next == int32_t(kThinkEndId)) break;
     think.push_back(next);
+    reasoning_bytes.append(tok.TokenBytes(next));
+    if (!head_open && opt_.reasoning_names && kind == TurnKind::kQuery && !active_.empty() &&
+        reasoning_bytes.size() >= 3 && reasoning_bytes.compare(reasoning_bytes.size() - 3, 3, " | ") == 0) {
+      head_open = true, head_start = reasoning_bytes.size();
+    }
     span.Feed(copy_source_, tok.TokenBytes(next));
     turn_ids_.push_back(next);
     Feed(std::span<const int32_t>(&next, 1), true);
@@ -736,21 +824,6 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   Feed(bridge, true);
 
   // ---- the constrained call
-  const bool name_bias = opt_.tool_score_bias > 0.0f && tool_scores_.size() == tools_.size();
-  // A tool the ranking rates highly makes refusing less likely (query turns,
-  // until a call is named): the tokens that close the calls array lose
-  // refusal_score_penalty x (best active score - refusal_score_threshold).
-  refusal_bias_ = 0.0f;
-  if (name_bias && kind == TurnKind::kQuery && opt_.refusal_score_penalty > 0.0f) {
-    float best = -INFINITY;
-    for (uint32_t i : active_) best = std::max(best, tool_scores_[i]);
-    if (best > opt_.refusal_score_threshold) refusal_bias_ = -opt_.refusal_score_penalty * (best - opt_.refusal_score_threshold);
-  }
-  if (name_bias) {
-    name_scores_.assign(tools_.size(), -INFINITY);
-    name_spent_.assign(tools_.size(), 0);
-    for (uint32_t i : active_) name_scores_[i] = tool_scores_[i];
-  }
   matcher_->Reset();
   matcher_->SetCopySource(opt_.copy_bias > 0.0f ? &copy_source_ : nullptr);
   std::string reasoning;

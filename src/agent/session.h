@@ -107,6 +107,16 @@ struct SessionOptions {
   // the arguments without it (as date_time_bias does); 0 turns it off.
   float quantity_bias = kDefaultQuantityBias;
   static constexpr float kDefaultQuantityBias = INFINITY;
+  // The reasoning's head (the tool its plan is for: "name: 'span' -> key") is
+  // a declared tool's name, under the call's naming preference
+  // (tool_score_bias), or "no declared tool" (a refusal, which loses
+  // reasoning_refusal_penalty plus the call's refusal penalty), or a quote
+  // ("'x' is not an allowed ..."); again after " | " (the next call's plan).
+  // Free, the small model names tools that do not exist in a third of its
+  // plans and maps the request onto their made-up keys. false: free text.
+  bool reasoning_names = true;
+  float reasoning_refusal_penalty = kDefaultReasoningRefusalPenalty;
+  static constexpr float kDefaultReasoningRefusalPenalty = 2.0f;
   // Drop an optional argument whose value is empty or repeats another
   // argument's value in the same call (DropEchoedArguments).
   bool drop_echoed_arguments = true;
@@ -214,6 +224,11 @@ class Session {
   // The greedy pick: with `copying`, copy_mask_ (a subset of `allowed`) gets
   // the copy bonus (or, with an infinite bias, is the only choice).
   int32_t PickWithCopyBonus(const uint32_t* allowed, bool copying) const;
+  // The reasoning's next token while its head is open (reasoning_names):
+  // only tokens that keep `written` (the head so far) a prefix of an active
+  // tool's name and ':' or ' ', of "no declared tool" or a quote, with the
+  // naming / refusal bias; *open = false once one is complete.
+  int32_t PickReasoningHead(std::string_view written, bool name_bias, bool* open) const;
   // The copy source from the facts, pins and the recent turn texts.
   void RememberTurnText(std::string_view text);
   // The values the conversation says that fit `node` (nullptr when none):
@@ -263,6 +278,7 @@ class Session {
   float refusal_bias_ = 0.0f;       // this turn: added to the logits of refusing tokens (<= 0)
   std::vector<std::vector<std::string>> tool_terms_;  // [tools] ToolLexicalTerms
   std::vector<float> name_scores_;  // [tools] this turn: score of active tools, -inf otherwise
+  std::vector<std::string_view> head_names_;  // [active_] this turn: their names (in tools_)
   std::vector<uint8_t> name_spent_;  // [tools] this turn: 1 = a call already named it
   std::vector<std::string> request_terms_;  // LexicalTerms of the last user request
   // kLiteral nodes with string values: the values' LexicalTerms (set with the tools).

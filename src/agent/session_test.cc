@@ -668,6 +668,37 @@ TEST(Session, AnOptionalUnitArgumentTakesTheQuantityTheRequestSays) {
   EXPECT_GE(wrong_without, 1u);
 }
 
+// The reasoning's head names a declared tool (then ':' or ' '), or refuses,
+// or quotes: a random model's free reasoning does not.
+TEST(Session, TheReasoningNamesADeclaredTool) {
+  const char* tools = R"([{"name":"set_volume","parameters":{"type":"object","properties":{"level":{"type":"integer"}}}},
+      {"name":"setTimer","parameters":{"type":"object","properties":{"minutes":{"type":"integer"}}}}])";
+  auto declared_head = [](const std::string& r) {
+    for (const char* head : {"set_volume:", "set_volume ", "setTimer:", "setTimer ", "no declared tool", "'"}) {
+      if (r.rfind(head, 0) == 0) return true;
+    }
+    return false;
+  };
+  size_t free_other = 0;
+  for (uint64_t seed : {3, 5, 8, 13}) {
+    for (bool names : {true, false}) {
+      SessionOptions o = Small();
+      o.max_think_tokens = 24;  // room for a whole head
+      o.reasoning_names = names;
+      Session s(testing::AgentModel(seed), o);
+      s.SetToolsJson(tools);
+      const Envelope e = s.Query("turn it up to 30 and set a timer");
+      ASSERT_TRUE(e.success()) << e.Dump();
+      if (names) {
+        EXPECT_TRUE(declared_head(e.reasoning)) << "seed " << seed << ": " << e.reasoning;
+      } else {
+        free_other += !declared_head(e.reasoning);
+      }
+    }
+  }
+  EXPECT_GE(free_other, 1u);
+}
+
 // The confidence's call probability is the decoder's: the bonus that made a
 // token win counts as the decoder's preference, not as the model's doubt.
 TEST(Session, DecoderLogProbCountsTheBonus) {

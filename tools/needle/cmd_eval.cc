@@ -247,6 +247,8 @@ int RunEval(int argc, char** argv) {
           {"quantity-bias", "B", "logit bonus for the quantities the conversation says (\"5 minutes\"), converted to a number argument's declared unit (default inf: a rule; 0 off)"},
           {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
           {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
+          {"free-reasoning-names", "", "let the reasoning name any tool (by default its head is a declared tool's name or a refusal)"},
+          {"reasoning-refusal-penalty", "P", "logit penalty on a reasoning that starts as a refusal (default 2)"},
              {"long-session", "N", "also re-ask each single-turn example after N turns of other traffic"},
              {"json", "", "print only the final JSON object (default: a table, then the JSON)"},
              {"failures", "FILE", "write the mispredicted turns (JSONL)"},
@@ -281,6 +283,8 @@ int RunEval(int argc, char** argv) {
   opt.date_time_bias = static_cast<float>(args.GetDouble("date-time-bias", opt.date_time_bias));
   opt.quantity_bias = static_cast<float>(args.GetDouble("quantity-bias", opt.quantity_bias));
   opt.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
+  opt.reasoning_names = !args.Has("free-reasoning-names");
+  opt.reasoning_refusal_penalty = static_cast<float>(args.GetDouble("reasoning-refusal-penalty", opt.reasoning_refusal_penalty));
   opt.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", opt.tool_score_bias));
   opt.lexical_weight = static_cast<float>(args.GetDouble("lexical-weight", opt.lexical_weight));
   opt.refusal_score_penalty = static_cast<float>(args.GetDouble("refusal-score-penalty", opt.refusal_score_penalty));

@@ -56,6 +56,8 @@ std::vector<FlagSpec> SessionFlags() {
           {"quantity-bias", "B", "logit bonus for the quantities the conversation says (\"5 minutes\"), converted to a number argument's declared unit (default inf: a rule; 0 off)"},
           {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
           {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
+          {"free-reasoning-names", "", "let the reasoning name any tool (by default its head is a declared tool's name or a refusal)"},
+          {"reasoning-refusal-penalty", "P", "logit penalty on a reasoning that starts as a refusal (default 2)"},
           {"tool-index", "FILE", "persist tool embeddings for retrieval (more than 5 tools)"},
           {"threads", "K", "compute threads (default 1)"}};
 }
@@ -70,6 +72,8 @@ std::unique_ptr<Session> MakeSession(const Args& args) {
   o.date_time_bias = static_cast<float>(args.GetDouble("date-time-bias", o.date_time_bias));
   o.quantity_bias = static_cast<float>(args.GetDouble("quantity-bias", o.quantity_bias));
   o.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
+  o.reasoning_names = !args.Has("free-reasoning-names");
+  o.reasoning_refusal_penalty = static_cast<float>(args.GetDouble("reasoning-refusal-penalty", o.reasoning_refusal_penalty));
   o.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", o.tool_score_bias));
   o.lexical_weight = static_cast<float>(args.GetDouble("lexical-weight", o.lexical_weight));
   o.refusal_score_penalty = static_cast<float>(args.GetDouble("refusal-score-penalty", o.refusal_score_penalty));
