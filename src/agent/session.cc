@@ -463,13 +463,15 @@ bool Session::ComputeEnumWordMask() {
 
 namespace {
 
-// How `written` + `bytes` stands to a reasoning head `head` + `tail`: 0 they
-// differ, 1 it is a prefix of the head (still open), 2 the head is complete.
-int HeadFit(std::string_view written, std::string_view bytes, std::string_view head, std::string_view tail) {
-  const size_t n = written.size() + bytes.size(), m = head.size() + tail.size();
+// How `written` + `bytes` stands to a reasoning head `lead` + `head` +
+// `tail`: 0 they differ, 1 it is a prefix of it (still open), 2 the head is
+// complete.
+int HeadFit(std::string_view written, std::string_view bytes, std::string_view lead, std::string_view head,
+            std::string_view tail) {
+  const size_t n = written.size() + bytes.size(), m = lead.size() + head.size() + tail.size();
   for (size_t k = 0; k < std::min(n, m); ++k) {
     const char a = k < written.size() ? written[k] : bytes[k - written.size()];
-    const char b = k < head.size() ? head[k] : tail[k - head.size()];
+    const char b = k < lead.size() ? lead[k] : k < lead.size() + head.size() ? head[k - lead.size()] : tail[k - lead.size() - head.size()];
     if (a != b) return 0;
   }
   return n >= m ? 2 : 1;
@@ -477,36 +479,69 @@ int HeadFit(std::string_view written, std::string_view bytes, std::string_view h
 
 }  // namespace
 
-int32_t Session::PickReasoningHead(std::string_view written, bool name_bias, bool* open) const {
+void Session::OpenToolHeads(bool name_bias, std::string_view lead) {
   static constexpr std::string_view kRefusal = "no declared tool", kQuote = "'";
-  const Tokenizer& tok = model_->tokenizer();
   const float best_score = name_bias ? BestNameScore() : 0.0f;
+  reason_heads_.clear();
+  head_lead_ = lead;
+  for (uint32_t t : active_) {
+    const float bonus = name_bias ? opt_.tool_score_bias * (name_scores_[t] - best_score) : 0.0f;
+    reason_heads_.push_back({tools_[t]["name"].get_ref<const std::string&>(), bonus, ReasonHead::kTool, t});
+  }
+  reason_heads_.push_back({kRefusal, refusal_bias_ - opt_.reasoning_refusal_penalty, ReasonHead::kFixed, 0});
+  reason_heads_.push_back({kQuote, 0.0f, ReasonHead::kFixed, 0});
+}
+
+bool Session::OpenKeyHeads(uint32_t tool) {
+  const grammar::ToolGrammar& g = matcher_->grammar();
+  reason_heads_.clear();
+  head_lead_ = " ";  // "-> key"
+  if (tool >= g.tools().size()) return false;
+  for (const std::string& key : g.nodes[g.tools()[tool].args].prop_names) reason_heads_.push_back({key, 0.0f, ReasonHead::kKey, tool});
+  return !reason_heads_.empty();
+}
+
+int32_t Session::PickReasoningHead(std::string_view written, bool* open, int32_t* tool) const {
+  const Tokenizer& tok = model_->tokenizer();
   int32_t best = -1;
   float best_v = -INFINITY;
+  const ReasonHead* best_head = nullptr;
   bool best_done = false;
   for (size_t w = 0; w < text_mask_.size(); ++w) {
     for (uint32_t bits = text_mask_[w]; bits; bits &= bits - 1) {
       const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
-      if (size_t(id) >= logits_.size() || id == int32_t(kThinkEndId)) continue;
+      if (size_t(id) >= logits_.size()) continue;
       const std::string_view bytes = tok.TokenBytes(id);
-      if (bytes.empty()) continue;
-      // The best bonus among the heads the token fits (a tool's name then ':' or ' ', a refusal, a quote).
+      const bool end = id == int32_t(kThinkEndId);
+      if (bytes.empty() && !end) continue;
+      // The best bonus among the heads the token fits: a tool's name then ':'
+      // or ' '; a key then ';' or ' ', or the reasoning's end after a whole key;
+      // a fixed phrase.
       float bonus = -INFINITY;
       bool done = false;
-      auto consider = [&](int fit, float b) {
-        if (fit == 0 || b < bonus) return;
-        done = (b == bonus && done) || fit == 2;  // a complete head among the best ones
-        bonus = b;
-      };
-      for (size_t k = 0; k < active_.size(); ++k) {
-        const float b = name_bias ? opt_.tool_score_bias * (name_scores_[active_[k]] - best_score) : 0.0f;
-        consider(std::max(HeadFit(written, bytes, head_names_[k], ":"), HeadFit(written, bytes, head_names_[k], " ")), b);
+      const ReasonHead* fits = nullptr;
+      for (const ReasonHead& h : reason_heads_) {
+        int fit = 0;
+        if (end) {
+          fit = h.kind == ReasonHead::kKey && HeadFit(written, "", head_lead_, h.text, "") == 2 &&
+                        written.size() == head_lead_.size() + h.text.size()
+                    ? 2
+                    : 0;
+        } else if (h.kind == ReasonHead::kFixed) {
+          fit = HeadFit(written, bytes, head_lead_, h.text, "");
+        } else {
+          const char* tails = h.kind == ReasonHead::kTool ? ": " : "; ";
+          fit = std::max(HeadFit(written, bytes, head_lead_, h.text, std::string_view(tails, 1)),
+                         HeadFit(written, bytes, head_lead_, h.text, std::string_view(tails + 1, 1)));
+        }
+        if (fit == 0 || h.bonus < bonus) continue;
+        done = (h.bonus == bonus && done) || fit == 2;  // a complete head among the best ones
+        if (fit == 2 || !fits || h.bonus > bonus) fits = &h;
+        bonus = h.bonus;
       }
-      consider(HeadFit(written, bytes, kRefusal, ""), refusal_bias_ - opt_.reasoning_refusal_penalty);
-      consider(HeadFit(written, bytes, kQuote, ""), 0.0f);
-      if (bonus == -INFINITY) continue;
+      if (!fits) continue;
       const float v = logits_[size_t(id)] + bonus;
-      if (v > best_v) best_v = v, best = id, best_done = done;
+      if (v > best_v) best_v = v, best = id, best_done = done, best_head = fits;
     }
   }
   if (best < 0) {  // (no text token starts a head: not expected with a real vocabulary)
@@ -514,6 +549,7 @@ int32_t Session::PickReasoningHead(std::string_view written, bool name_bias, boo
     return Argmax(text_mask_.data());
   }
   *open = !best_done;
+  if (best_done && best_head->kind == ReasonHead::kTool) *tool = int32_t(best_head->tool);
   return best;
 }
 
@@ -788,10 +824,12 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   // declared tool's name under the call's naming preference, "no declared
   // tool" or a quote; again after " | " (the next call's plan).
   std::string reasoning_bytes;
+  reasoning_bytes.reserve(size_t(opt_.max_think_tokens) * 8);
   size_t head_start = 0;
-  bool head_open = opt_.reasoning_names && kind == TurnKind::kQuery && !active_.empty();
-  head_names_.clear();
-  for (uint32_t i : active_) head_names_.push_back(tools_[i]["name"].get_ref<const std::string&>());
+  const bool plan_heads = opt_.reasoning_names && kind == TurnKind::kQuery && !active_.empty();
+  bool head_open = plan_heads;
+  int32_t plan_tool = -1;  // the tool the current plan segment names
+  if (plan_heads) OpenToolHeads(name_bias, "");
   for (uint32_t i = 0; i < opt_.max_think_tokens; ++i) {
     bool copying = false;
     if (opt_.copy_bias > 0.0f && span.open &&
@@ -799,16 +837,26 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
                                  copy_mask_, copy_walk_)) {
       for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= text_mask_[w]) != 0;
     }
-    next = head_open ? PickReasoningHead(std::string_view(reasoning_bytes).substr(head_start), name_bias, &head_open)
+    next = head_open ? PickReasoningHead(std::string_view(reasoning_bytes).substr(head_start), &head_open, &plan_tool)
                      : PickWithCopyBonus(text_mask_.data(), copying);
     if (next < 0 || next == int32_t(kThinkEndId)) break;
     think.push_back(next);
     reasoning_bytes.append(tok.TokenBytes(next));
-    if (!head_open && opt_.reasoning_names && kind == TurnKind::kQuery && !active_.empty() &&
-        reasoning_bytes.size() >= 3 && reasoning_bytes.compare(reasoning_bytes.size() - 3, 3, " | ") == 0) {
-      head_open = true, head_start = reasoning_bytes.size();
-    }
     span.Feed(copy_source_, tok.TokenBytes(next));
+    auto ends_with = [&](std::string_view tail) {
+      return reasoning_bytes.size() >= tail.size() && reasoning_bytes.compare(reasoning_bytes.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    // (Tokens carry the space before a word: the heads after " |" and "->" start with it.)
+    if (plan_heads && !head_open && !span.open) {
+      if (ends_with(" |")) {
+        // The next call's plan: the tool planned already gets no push (as in SpendNameScore).
+        if (name_bias && plan_tool >= 0) SpendNameScore(plan_tool);
+        head_open = true, head_start = reasoning_bytes.size(), plan_tool = -1;
+        OpenToolHeads(name_bias, " ");
+      } else if (plan_tool >= 0 && ends_with("->") && OpenKeyHeads(uint32_t(plan_tool))) {
+        head_open = true, head_start = reasoning_bytes.size();  // "'span' -> key": one of the tool's keys
+      }
+    }
     turn_ids_.push_back(next);
     Feed(std::span<const int32_t>(&next, 1), true);
     ++decode_n;
@@ -824,6 +872,11 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   Feed(bridge, true);
 
   // ---- the constrained call
+  if (name_bias) {  // (the reasoning's plans spent scores of their own)
+    name_scores_.assign(tools_.size(), -INFINITY);
+    name_spent_.assign(tools_.size(), 0);
+    for (uint32_t i : active_) name_scores_[i] = tool_scores_[i];
+  }
   matcher_->Reset();
   matcher_->SetCopySource(opt_.copy_bias > 0.0f ? &copy_source_ : nullptr);
   std::string reasoning;

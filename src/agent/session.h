@@ -111,9 +111,11 @@ struct SessionOptions {
   // a declared tool's name, under the call's naming preference
   // (tool_score_bias), or "no declared tool" (a refusal, which loses
   // reasoning_refusal_penalty plus the call's refusal penalty), or a quote
-  // ("'x' is not an allowed ..."); again after " | " (the next call's plan).
-  // Free, the small model names tools that do not exist in a third of its
-  // plans and maps the request onto their made-up keys. false: free text.
+  // ("'x' is not an allowed ..."); again after " | " (the next call's plan,
+  // the planned tool's push spent); and each key after "->" is one of the
+  // planned tool's keys. Free, the small model names tools that do not exist
+  // in 40% of its plans and maps the request onto their made-up keys (a
+  // quarter of its keys). false: free text.
   bool reasoning_names = true;
   float reasoning_refusal_penalty = kDefaultReasoningRefusalPenalty;
   static constexpr float kDefaultReasoningRefusalPenalty = 2.0f;
@@ -224,11 +226,16 @@ class Session {
   // The greedy pick: with `copying`, copy_mask_ (a subset of `allowed`) gets
   // the copy bonus (or, with an infinite bias, is the only choice).
   int32_t PickWithCopyBonus(const uint32_t* allowed, bool copying) const;
-  // The reasoning's next token while its head is open (reasoning_names):
-  // only tokens that keep `written` (the head so far) a prefix of an active
-  // tool's name and ':' or ' ', of "no declared tool" or a quote, with the
-  // naming / refusal bias; *open = false once one is complete.
-  int32_t PickReasoningHead(std::string_view written, bool name_bias, bool* open) const;
+  // The reasoning's heads (reasoning_names): a plan's start (the active
+  // tools' names with the naming bias, "no declared tool" with the refusal
+  // bias, a quote), or after "-> " one of the planned tool's keys.
+  void OpenToolHeads(bool name_bias, std::string_view lead);
+  bool OpenKeyHeads(uint32_t tool);  // false when the tool has no keys
+  // The reasoning's next token while a head is open: only tokens that keep
+  // `written` (the head so far) a prefix of one of reason_heads_ (and its
+  // separator), with its bias; *open = false once one is complete, and then
+  // *tool = the tool a plan head named.
+  int32_t PickReasoningHead(std::string_view written, bool* open, int32_t* tool) const;
   // The copy source from the facts, pins and the recent turn texts.
   void RememberTurnText(std::string_view text);
   // The values the conversation says that fit `node` (nullptr when none):
@@ -278,7 +285,15 @@ class Session {
   float refusal_bias_ = 0.0f;       // this turn: added to the logits of refusing tokens (<= 0)
   std::vector<std::vector<std::string>> tool_terms_;  // [tools] ToolLexicalTerms
   std::vector<float> name_scores_;  // [tools] this turn: score of active tools, -inf otherwise
-  std::vector<std::string_view> head_names_;  // [active_] this turn: their names (in tools_)
+  // The reasoning's open head (reasoning_names): the texts it may take.
+  struct ReasonHead {
+    std::string_view text;  // in tools_, the grammar or static
+    float bonus;
+    enum Kind : uint8_t { kTool, kKey, kFixed } kind;
+    uint32_t tool;  // kTool, kKey: the tool
+  };
+  std::vector<ReasonHead> reason_heads_;
+  std::string_view head_lead_;  // bytes before each of them (" " after "->" and " |")
   std::vector<uint8_t> name_spent_;  // [tools] this turn: 1 = a call already named it
   std::vector<std::string> request_terms_;  // LexicalTerms of the last user request
   // kLiteral nodes with string values: the values' LexicalTerms (set with the tools).
