@@ -553,12 +553,6 @@ int32_t Session::PickReasoningHead(std::string_view written, bool* open, int32_t
   return best;
 }
 
-int32_t Session::PickWithCopyBonus(const uint32_t* allowed, bool copying) const {
-  if (!copying) return Argmax(allowed);
-  if (std::isinf(opt_.copy_bias)) return Argmax(copy_mask_.data());
-  return ArgmaxWithBonus(allowed, copy_mask_.data(), opt_.copy_bias);
-}
-
 void Session::RememberTurnText(std::string_view text) {
   copy_texts_.emplace_back(text);
   size_t total = 0;
@@ -818,6 +812,9 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   t = Clock::now();
   std::vector<int32_t> think;
   int32_t next = -1;
+  // A quoted span of the reasoning ("'span' -> key") is a copy of the
+  // conversation whenever one fits (with copy_bias > 0): the plan's values
+  // are what the call copies next.
   ReasoningSpan span;
   // The reasoning's plan starts with the tool it means ("name: 'span' -> key",
   // "name needs ...") or a refusal: with reasoning_names, its head is a
@@ -838,7 +835,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
       for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= text_mask_[w]) != 0;
     }
     next = head_open ? PickReasoningHead(std::string_view(reasoning_bytes).substr(head_start), &head_open, &plan_tool)
-                     : PickWithCopyBonus(text_mask_.data(), copying);
+                     : Argmax(copying ? copy_mask_.data() : text_mask_.data());
     if (next < 0 || next == int32_t(kThinkEndId)) break;
     think.push_back(next);
     reasoning_bytes.append(tok.TokenBytes(next));

@@ -55,7 +55,9 @@ struct SessionOptions {
   // session's text (requests and tool results; see grammar/copy_source.h):
   // small models garble the values they copy, and most plain values are
   // copies. 0 turns it off; INFINITY makes it a rule (a copy is taken
-  // whenever one fits). The grammar's language is the same either way.
+  // whenever one fits). The grammar's language is the same either way. The
+  // reasoning's quoted spans ("'span' -> key") copy whenever a copy fits,
+  // for any copy_bias > 0.
   float copy_bias = kDefaultCopyBias;
   static constexpr float kDefaultCopyBias = 8.0f;
   // Logit bonus per unit of retrieval similarity (the contrastive head's
@@ -223,9 +225,6 @@ class Session {
   int32_t Argmax(const uint32_t* allowed) const;
   // Argmax over `allowed` of logit + (bonus bit ? bias : 0).
   int32_t ArgmaxWithBonus(const uint32_t* allowed, const uint32_t* bonus, float bias) const;
-  // The greedy pick: with `copying`, copy_mask_ (a subset of `allowed`) gets
-  // the copy bonus (or, with an infinite bias, is the only choice).
-  int32_t PickWithCopyBonus(const uint32_t* allowed, bool copying) const;
   // The reasoning's heads (reasoning_names): a plan's start (the active
   // tools' names with the naming bias, "no declared tool" with the refusal
   // bias, a quote), or after "-> " one of the planned tool's keys.
