@@ -488,8 +488,10 @@ void Session::OpenToolHeads(bool name_bias, std::string_view lead) {
     const float bonus = name_bias ? opt_.tool_score_bias * (name_scores_[t] - best_score) : 0.0f;
     reason_heads_.push_back({tools_[t]["name"].get_ref<const std::string&>(), bonus, ReasonHead::kTool, t});
   }
-  reason_heads_.push_back({kRefusal, refusal_bias_ - opt_.reasoning_refusal_penalty, ReasonHead::kFixed, 0});
-  reason_heads_.push_back({kQuote, 0.0f, ReasonHead::kFixed, 0});
+  // Both fixed heads refuse: "no declared tool ...", "'x' is not an allowed b of T (...)".
+  const float refusal = refusal_bias_ - opt_.reasoning_refusal_penalty;
+  reason_heads_.push_back({kRefusal, refusal, ReasonHead::kFixed, 0});
+  reason_heads_.push_back({kQuote, refusal, ReasonHead::kFixed, 0});
 }
 
 bool Session::OpenKeyHeads(uint32_t tool) {

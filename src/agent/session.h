@@ -111,9 +111,9 @@ struct SessionOptions {
   static constexpr float kDefaultQuantityBias = INFINITY;
   // The reasoning's head (the tool its plan is for: "name: 'span' -> key") is
   // a declared tool's name, under the call's naming preference
-  // (tool_score_bias), or "no declared tool" (a refusal, which loses
-  // reasoning_refusal_penalty plus the call's refusal penalty), or a quote
-  // ("'x' is not an allowed ..."); again after " | " (the next call's plan,
+  // (tool_score_bias), or a refusal — "no declared tool ..." or "'x' is not
+  // an allowed ..." — which loses reasoning_refusal_penalty plus the call's
+  // refusal penalty; again after " | " (the next call's plan,
   // the planned tool's push spent); and each key after "->" is one of the
   // planned tool's keys. Free, the small model names tools that do not exist
   // in 40% of its plans and maps the request onto their made-up keys (a
