@@ -27,27 +27,6 @@ nlohmann::ordered_json ToolsArray(const nlohmann::ordered_json& tools) {
   return tools;
 }
 
-// The quoted spans of the reasoning ("name: 'span' -> key"): a span opens
-// at a quote after a space and closes at the next quote; `state` follows the
-// span's content in the copy source.
-struct ReasoningSpan {
-  bool open = false, nonempty = false;
-  uint32_t state = grammar::CopySource::kDead;
-  char prev = ' ';
-  void Feed(const grammar::CopySource& source, std::string_view bytes) {
-    for (char c : bytes) {
-      if (!open) {
-        if (c == '\'' && prev == ' ') open = true, nonempty = false, state = grammar::CopySource::kRoot;
-      } else if (c == '\'') {
-        open = false;
-      } else {
-        state = source.Step(state, uint8_t(c));
-        nonempty = true;
-      }
-      prev = c;
-    }
-  }
-};
 
 }  // namespace
 
@@ -294,6 +273,24 @@ int32_t Session::ArgmaxNamingCall(double* log_p) const {
 
 double Session::LogProbWithBonus(const uint32_t* allowed, const uint32_t* bonus, float bias, int32_t chosen) const {
   return DecoderLogProb(logits_, std::span<const uint32_t>(allowed, mask_.size()), bonus, bias, chosen);
+}
+
+void ReasoningSpan::Feed(const grammar::CopySource& source, std::string_view bytes) {
+  for (char c : bytes) {
+    if (!open) {
+      if (c == '\'' && prev == ' ') {
+        open = true, nonempty = false, state = grammar::CopySource::kRoot;
+      } else if (prev == '\'' && nonempty && grammar::CopySource::IsWordByte(uint8_t(c))) {
+        open = true, state = source.Step(source.Step(state, uint8_t('\'')), uint8_t(c));  // an apostrophe
+      }
+    } else if (c == '\'') {
+      open = false;
+    } else {
+      state = source.Step(state, uint8_t(c));
+      nonempty = true;
+    }
+    prev = c;
+  }
 }
 
 double DecoderLogProb(std::span<const float> logits, std::span<const uint32_t> allowed, const uint32_t* bonus, float bias,

@@ -38,6 +38,7 @@
 #include "agent/model.h"
 #include "agent/retrieval.h"
 #include "base/thread_pool.h"
+#include "grammar/copy_source.h"
 #include "grammar/matcher.h"
 #include "grammar/quantities.h"
 
@@ -124,6 +125,17 @@ struct SessionOptions {
   // Drop an optional argument whose value is empty or repeats another
   // argument's value in the same call (DropEchoedArguments).
   bool drop_echoed_arguments = true;
+};
+
+// The quoted spans of the reasoning ("name: 'span' -> key"): a span opens
+// at a quote after a space and closes at the next quote; `state` follows the
+// span's content in the copy source. A quote followed by a word byte was an
+// apostrophe ("'I'll be late'"): the span goes on from before it.
+struct ReasoningSpan {
+  bool open = false, nonempty = false;
+  uint32_t state = grammar::CopySource::kDead;
+  char prev = ' ';
+  void Feed(const grammar::CopySource& source, std::string_view bytes);
 };
 
 // log P(chosen) under the decoder's distribution of one step: the logits of

@@ -699,6 +699,29 @@ TEST(Session, TheReasoningNamesADeclaredTool) {
   EXPECT_GE(free_other, 1u);
 }
 
+// A reasoning span closes at its quote; an apostrophe inside it ("I'll")
+// does not end the copy it follows.
+TEST(Session, ReasoningSpansReadApostrophesAsPartOfTheCopy) {
+  grammar::CopySource source;
+  const std::string_view texts[] = {"text Maria that I'll be ten minutes late"};
+  source.Build(texts);
+  ReasoningSpan span;
+  span.Feed(source, "send_message: 'Maria' -> recipient; ");
+  EXPECT_FALSE(span.open);
+  span.Feed(source, "'I");
+  EXPECT_TRUE(span.open);
+  span.Feed(source, "'");  // a quote: closed, as far as anyone can tell yet
+  EXPECT_FALSE(span.open);
+  span.Feed(source, "ll be ten");  // a word byte after it: an apostrophe
+  EXPECT_TRUE(span.open);
+  EXPECT_NE(span.state, grammar::CopySource::kDead);  // "I'll be ten" is a copy
+  span.Feed(source, " minutes late' -> body");
+  EXPECT_FALSE(span.open);
+  ReasoningSpan other;
+  other.Feed(source, "x: 'Maria' -> to");  // the closing quote then a space: closed for good
+  EXPECT_FALSE(other.open);
+}
+
 // The confidence's call probability is the decoder's: the bonus that made a
 // token win counts as the decoder's preference, not as the model's doubt.
 TEST(Session, DecoderLogProbCountsTheBonus) {
