@@ -482,6 +482,44 @@ size_t ExpectFirstCallArgument(const char* tools, const std::function<void(Sessi
   return calls;
 }
 
+// A decoding rule checked on random models (seeds 3, 5, 8, 13): every query
+// with the rule on and off (`set(options, on)`); `right(i, args)` says
+// whether the first call's arguments are what query i wants. With the rule
+// on every call must be right; off, the wrong ones are counted (a random
+// model should get some wrong, or the test shows nothing).
+struct RuleCounts {
+  size_t calls = 0, wrong_without = 0;
+};
+RuleCounts CheckRule(const char* tools, const std::function<void(SessionOptions&, bool)>& set,
+                     const std::vector<const char*>& queries,
+                     const std::function<bool(size_t, const nlohmann::ordered_json&)>& right,
+                     const nlohmann::ordered_json& facts = nullptr) {
+  RuleCounts n;
+  for (uint64_t seed : {3, 5, 8, 13}) {
+    for (bool on : {true, false}) {
+      SessionOptions o = Small();
+      set(o, on);
+      Session s(testing::AgentModel(seed), o);
+      s.SetToolsJson(tools);
+      if (!facts.is_null()) s.SetSystem(facts);
+      for (size_t i = 0; i < queries.size(); ++i) {
+        const Envelope e = s.Query(queries[i]);
+        EXPECT_TRUE(e.success()) << e.Dump();
+        s.Reset();
+        if (e.function_calls.empty()) continue;
+        const bool ok = right(i, e.function_calls[0]["arguments"]);
+        if (!on) {
+          n.wrong_without += !ok;
+          continue;
+        }
+        ++n.calls;
+        EXPECT_TRUE(ok) << "seed " << seed << ": " << queries[i] << " -> " << e.Dump();
+      }
+    }
+  }
+  return n;
+}
+
 TEST(Session, SpelledNumbersAreCopiedAsDigits) {
   const char* tools = R"([{"name":"volume","parameters":{"type":"object","properties":{
       "level":{"type":"integer"}},"required":["level"]}}])";
@@ -500,41 +538,17 @@ TEST(Session, DateAndTimeArgumentsTakeTheOnesTheRequestSays) {
   const char* tools = R"([{"name":"book","parameters":{"type":"object","properties":{
       "day":{"type":"string","format":"date"},"at":{"type":"string","format":"time"},
       "when":{"type":"string","format":"date-time"}},"required":["day","at","when"]}}])";
-  struct Case {
-    const char* query;
-    const char* day;
-    const char* at;
-  };
-  const Case cases[] = {{"book it for September 6, 2025 at half past 6 pm", "2025-09-06", "18:30"},
-                        {"a table tomorrow at 7:45pm", "2026-02-13", "19:45"}};
-  size_t calls = 0, wrong_without = 0;
-  for (uint64_t seed : {3, 5, 8}) {
-    for (bool rule : {true, false}) {
-      SessionOptions o = Small();
-      o.date_time_bias = rule ? INFINITY : 0.0f;
-      Session s(testing::AgentModel(seed), o);
-      s.SetToolsJson(tools);
-      s.SetSystem(nlohmann::ordered_json{{"date", "2026-02-12"}});
-      for (const Case& c : cases) {
-        const Envelope e = s.Query(c.query);
-        ASSERT_TRUE(e.success()) << e.Dump();
-        s.Reset();
-        if (e.function_calls.empty()) continue;
-        const auto& args = e.function_calls[0]["arguments"];
-        const std::string when = std::string(c.day) + "T" + c.at;
-        if (!rule) {
-          wrong_without += args["day"] != c.day || args["at"] != c.at || args["when"] != when;
-          continue;
-        }
-        ++calls;
-        EXPECT_EQ(args["day"], c.day) << c.query << " -> " << e.Dump();
-        EXPECT_EQ(args["at"], c.at) << c.query << " -> " << e.Dump();
-        EXPECT_EQ(args["when"], when) << c.query << " -> " << e.Dump();
-      }
-    }
-  }
-  EXPECT_GE(calls, 2u);
-  EXPECT_GE(wrong_without, 1u);
+  const char* want[][2] = {{"2025-09-06", "18:30"}, {"2026-02-13", "19:45"}};
+  const RuleCounts n = CheckRule(
+      tools, [](SessionOptions& o, bool on) { o.date_time_bias = on ? INFINITY : 0.0f; },
+      {"book it for September 6, 2025 at half past 6 pm", "a table tomorrow at 7:45pm"},
+      [&](size_t i, const nlohmann::ordered_json& args) {
+        return args["day"] == want[i][0] && args["at"] == want[i][1] &&
+               args["when"] == std::string(want[i][0]) + "T" + want[i][1];
+      },
+      nlohmann::ordered_json{{"date", "2026-02-12"}});
+  EXPECT_GE(n.calls, 2u);
+  EXPECT_GE(n.wrong_without, 1u);
 }
 
 // An optional date argument the model would leave out is written when the
@@ -542,31 +556,13 @@ TEST(Session, DateAndTimeArgumentsTakeTheOnesTheRequestSays) {
 TEST(Session, AnOptionalDateArgumentTakesTheDateTheRequestSays) {
   const char* tools = R"([{"name":"steps","parameters":{"type":"object","properties":{
       "day":{"type":"string","format":"date"},"verbose":{"type":"boolean"}}}}])";
-  size_t calls = 0, wrong_without = 0;
-  for (uint64_t seed : {3, 5, 8, 13}) {
-    for (bool rule : {true, false}) {
-      SessionOptions o = Small();
-      o.date_time_bias = rule ? INFINITY : 0.0f;
-      Session s(testing::AgentModel(seed), o);
-      s.SetToolsJson(tools);
-      for (const char* q : {"my step count for September 6, 2025", "steps on the 2nd of March 2024 please"}) {
-        const Envelope e = s.Query(q);
-        ASSERT_TRUE(e.success()) << e.Dump();
-        s.Reset();
-        if (e.function_calls.empty()) continue;
-        const auto& args = e.function_calls[0]["arguments"];
-        const char* want = q[0] == 'm' ? "2025-09-06" : "2024-03-02";
-        if (!rule) {
-          wrong_without += args.value("day", "") != want;
-          continue;
-        }
-        ++calls;
-        EXPECT_EQ(args.value("day", ""), want) << q << " -> " << e.Dump();
-      }
-    }
-  }
-  EXPECT_GE(calls, 2u);
-  EXPECT_GE(wrong_without, 1u);
+  const char* want[] = {"2025-09-06", "2024-03-02"};
+  const RuleCounts n = CheckRule(
+      tools, [](SessionOptions& o, bool on) { o.date_time_bias = on ? INFINITY : 0.0f; },
+      {"my step count for September 6, 2025", "steps on the 2nd of March 2024 please"},
+      [&](size_t i, const nlohmann::ordered_json& args) { return args.value("day", "") == want[i]; });
+  EXPECT_GE(n.calls, 2u);
+  EXPECT_GE(n.wrong_without, 1u);
 }
 
 // A number argument that declares a unit takes the quantity the request says
@@ -575,37 +571,16 @@ TEST(Session, UnitArgumentsTakeTheQuantityTheRequestSays) {
   const char* tools = R"([{"name":"timer","parameters":{"type":"object","properties":{
       "duration_seconds":{"type":"integer"},"distance":{"type":"number","description":"How far, in meters"}},
       "required":["duration_seconds","distance"]}}])";
-  struct Case {
-    const char* query;
-    int64_t seconds;
-    double metres;
-  };
-  const Case cases[] = {{"a timer for 5 minutes and drive 90 cm", 300, 0.9}, {"half an hour, then 2 metres", 1800, 2.0}};
-  size_t calls = 0, wrong_without = 0;
-  for (uint64_t seed : {3, 5, 8}) {
-    for (bool rule : {true, false}) {
-      SessionOptions o = Small();
-      o.quantity_bias = rule ? INFINITY : 0.0f;
-      Session s(testing::AgentModel(seed), o);
-      s.SetToolsJson(tools);
-      for (const Case& c : cases) {
-        const Envelope e = s.Query(c.query);
-        ASSERT_TRUE(e.success()) << e.Dump();
-        s.Reset();
-        if (e.function_calls.empty()) continue;
-        const auto& args = e.function_calls[0]["arguments"];
-        if (!rule) {
-          wrong_without += args["duration_seconds"] != c.seconds || args["distance"] != c.metres;
-          continue;
-        }
-        ++calls;
-        EXPECT_EQ(args["duration_seconds"], c.seconds) << c.query << " -> " << e.Dump();
-        EXPECT_EQ(args["distance"], c.metres) << c.query << " -> " << e.Dump();
-      }
-    }
-  }
-  EXPECT_GE(calls, 2u);
-  EXPECT_GE(wrong_without, 1u);
+  const int64_t seconds[] = {300, 1800};
+  const double metres[] = {0.9, 2.0};
+  const RuleCounts n = CheckRule(
+      tools, [](SessionOptions& o, bool on) { o.quantity_bias = on ? INFINITY : 0.0f; },
+      {"a timer for 5 minutes and drive 90 cm", "half an hour, then 2 metres"},
+      [&](size_t i, const nlohmann::ordered_json& args) {
+        return args["duration_seconds"] == seconds[i] && args["distance"] == metres[i];
+      });
+  EXPECT_GE(n.calls, 2u);
+  EXPECT_GE(n.wrong_without, 1u);
 }
 
 // Arguments that split one dimension between them (an alarm's hours and
@@ -641,31 +616,13 @@ TEST(Session, UnitArgumentsThatSplitADimensionAreLeftAlone) {
 TEST(Session, AnOptionalUnitArgumentTakesTheQuantityTheRequestSays) {
   const char* tools = R"([{"name":"record","parameters":{"type":"object","properties":{
       "timeGoalSecs":{"type":"integer"},"verbose":{"type":"boolean"}}}}])";
-  size_t calls = 0, wrong_without = 0;
-  for (uint64_t seed : {3, 5, 8, 13}) {
-    for (bool rule : {true, false}) {
-      SessionOptions o = Small();
-      o.quantity_bias = rule ? INFINITY : 0.0f;
-      Session s(testing::AgentModel(seed), o);
-      s.SetToolsJson(tools);
-      for (const char* q : {"record for forty-five minutes", "a swim of 1 hour and 9 minutes"}) {
-        const Envelope e = s.Query(q);
-        ASSERT_TRUE(e.success()) << e.Dump();
-        s.Reset();
-        if (e.function_calls.empty()) continue;
-        const auto& args = e.function_calls[0]["arguments"];
-        const int64_t want = q[0] == 'r' ? 2700 : 4140;
-        if (!rule) {
-          wrong_without += args.value("timeGoalSecs", int64_t(-1)) != want;
-          continue;
-        }
-        ++calls;
-        EXPECT_EQ(args.value("timeGoalSecs", int64_t(-1)), want) << q << " -> " << e.Dump();
-      }
-    }
-  }
-  EXPECT_GE(calls, 2u);
-  EXPECT_GE(wrong_without, 1u);
+  const int64_t want[] = {2700, 4140};
+  const RuleCounts n = CheckRule(
+      tools, [](SessionOptions& o, bool on) { o.quantity_bias = on ? INFINITY : 0.0f; },
+      {"record for forty-five minutes", "a swim of 1 hour and 9 minutes"},
+      [&](size_t i, const nlohmann::ordered_json& args) { return args.value("timeGoalSecs", int64_t(-1)) == want[i]; });
+  EXPECT_GE(n.calls, 2u);
+  EXPECT_GE(n.wrong_without, 1u);
 }
 
 // The reasoning's head names a declared tool (then ':' or ' '), or refuses,
