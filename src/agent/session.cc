@@ -500,8 +500,37 @@ bool Session::OpenKeyHeads(uint32_t tool) {
   return !reason_heads_.empty();
 }
 
-int32_t Session::PickReasoningHead(std::string_view written, bool* open, int32_t* tool) const {
+int32_t Session::PickReasoningHead(std::string_view written, bool* open, int32_t* tool) {
   const Tokenizer& tok = model_->tokenizer();
+  // Each head with each of its separators ("name:" / "name ", "key;" / "key ",
+  // a fixed phrase alone) that `written` still fits, once per step; a token
+  // then only has to continue one of them, and its first byte must be one
+  // they expect next (unless one is complete already: then any byte fits it).
+  auto tails = [](const ReasonHead& h) {
+    return h.kind == ReasonHead::kTool ? std::string_view(": ") : h.kind == ReasonHead::kKey ? std::string_view("; ") : std::string_view();
+  };
+  auto byte_at = [&](const ReasonHead& h, char tail, size_t k) {
+    return k < head_lead_.size() ? head_lead_[k] : k < head_lead_.size() + h.text.size() ? h.text[k - head_lead_.size()] : tail;
+  };
+  head_alive_.assign(reason_heads_.size() * 2, 0);
+  uint64_t next_bytes[4] = {};
+  bool any_byte = false;
+  for (size_t i = 0; i < reason_heads_.size(); ++i) {
+    const ReasonHead& h = reason_heads_[i];
+    const std::string_view t = tails(h);
+    for (size_t v = 0; v < std::max<size_t>(t.size(), 1); ++v) {
+      const std::string_view tail = t.empty() ? std::string_view() : t.substr(v, 1);
+      if (HeadFit(written, "", head_lead_, h.text, tail) == 0) continue;
+      head_alive_[2 * i + v] = 1;
+      const size_t m = head_lead_.size() + h.text.size() + tail.size();
+      if (written.size() >= m) {
+        any_byte = true;
+      } else {
+        const uint8_t b = uint8_t(byte_at(h, tail.empty() ? 0 : tail[0], written.size()));
+        next_bytes[b >> 6] |= uint64_t(1) << (b & 63);
+      }
+    }
+  }
   int32_t best = -1;
   float best_v = -INFINITY;
   const ReasonHead* best_head = nullptr;
@@ -513,25 +542,32 @@ int32_t Session::PickReasoningHead(std::string_view written, bool* open, int32_t
       const std::string_view bytes = tok.TokenBytes(id);
       const bool end = id == int32_t(kThinkEndId);
       if (bytes.empty() && !end) continue;
+      if (!end && !any_byte && !((next_bytes[uint8_t(bytes[0]) >> 6] >> (uint8_t(bytes[0]) & 63)) & 1)) continue;
       // The best bonus among the heads the token fits: a tool's name then ':'
       // or ' '; a key then ';' or ' ', or the reasoning's end after a whole key;
       // a fixed phrase.
       float bonus = -INFINITY;
       bool done = false;
       const ReasonHead* fits = nullptr;
-      for (const ReasonHead& h : reason_heads_) {
+      for (size_t i = 0; i < reason_heads_.size(); ++i) {
+        const ReasonHead& h = reason_heads_[i];
+        if (!head_alive_[2 * i] && !head_alive_[2 * i + 1]) continue;
         int fit = 0;
         if (end) {
-          fit = h.kind == ReasonHead::kKey && HeadFit(written, "", head_lead_, h.text, "") == 2 &&
-                        written.size() == head_lead_.size() + h.text.size()
-                    ? 2
-                    : 0;
-        } else if (h.kind == ReasonHead::kFixed) {
-          fit = HeadFit(written, bytes, head_lead_, h.text, "");
+          fit = h.kind == ReasonHead::kKey && written.size() == head_lead_.size() + h.text.size() ? 2 : 0;
         } else {
-          const char* tails = h.kind == ReasonHead::kTool ? ": " : "; ";
-          fit = std::max(HeadFit(written, bytes, head_lead_, h.text, std::string_view(tails, 1)),
-                         HeadFit(written, bytes, head_lead_, h.text, std::string_view(tails + 1, 1)));
+          const std::string_view t = tails(h);
+          for (size_t v = 0; v < std::max<size_t>(t.size(), 1); ++v) {
+            if (!head_alive_[2 * i + v]) continue;
+            // The token's bytes against the head from where `written` ends.
+            const char tail = t.empty() ? 0 : t[v];
+            const size_t m = head_lead_.size() + h.text.size() + (t.empty() ? 0 : 1);
+            int f = 1;
+            for (size_t k = written.size(); k < std::min(written.size() + bytes.size(), m) && f; ++k) {
+              f = bytes[k - written.size()] == byte_at(h, tail, k);
+            }
+            if (f) fit = std::max(fit, written.size() + bytes.size() >= m ? 2 : 1);
+          }
         }
         if (fit == 0 || h.bonus < bonus) continue;
         done = (h.bonus == bonus && done) || fit == 2;  // a complete head among the best ones

@@ -246,7 +246,7 @@ class Session {
   // `written` (the head so far) a prefix of one of reason_heads_ (and its
   // separator), with its bias; *open = false once one is complete, and then
   // *tool = the tool a plan head named.
-  int32_t PickReasoningHead(std::string_view written, bool* open, int32_t* tool) const;
+  int32_t PickReasoningHead(std::string_view written, bool* open, int32_t* tool);
   // The copy source from the facts, pins and the recent turn texts.
   void RememberTurnText(std::string_view text);
   // The values the conversation says that fit `node` (nullptr when none):
@@ -305,6 +305,7 @@ class Session {
   };
   std::vector<ReasonHead> reason_heads_;
   std::string_view head_lead_;  // bytes before each of them (" " after "->" and " |")
+  std::vector<uint8_t> head_alive_;  // [2 x reason_heads_] scratch: head with separator 0 / 1 still fits
   std::vector<uint8_t> name_spent_;  // [tools] this turn: 1 = a call already named it
   std::vector<std::string> request_terms_;  // LexicalTerms of the last user request
   // kLiteral nodes with string values: the values' LexicalTerms (set with the tools).
