@@ -460,18 +460,9 @@ bool Session::ComputeEnumWordMask() {
 
 namespace {
 
-// How `written` + `bytes` stands to a reasoning head `lead` + `head` +
-// `tail`: 0 they differ, 1 it is a prefix of it (still open), 2 the head is
-// complete.
-int HeadFit(std::string_view written, std::string_view bytes, std::string_view lead, std::string_view head,
-            std::string_view tail) {
-  const size_t n = written.size() + bytes.size(), m = lead.size() + head.size() + tail.size();
-  for (size_t k = 0; k < std::min(n, m); ++k) {
-    const char a = k < written.size() ? written[k] : bytes[k - written.size()];
-    const char b = k < lead.size() ? lead[k] : k < lead.size() + head.size() ? head[k - lead.size()] : tail[k - lead.size() - head.size()];
-    if (a != b) return 0;
-  }
-  return n >= m ? 2 : 1;
+// Byte k of a reasoning head written `lead` + `head` + `tail` (tail 0: none).
+char HeadByte(std::string_view lead, std::string_view head, char tail, size_t k) {
+  return k < lead.size() ? lead[k] : k < lead.size() + head.size() ? head[k - lead.size()] : tail;
 }
 
 }  // namespace
@@ -509,9 +500,6 @@ int32_t Session::PickReasoningHead(std::string_view written, bool* open, int32_t
   auto tails = [](const ReasonHead& h) {
     return h.kind == ReasonHead::kTool ? std::string_view(": ") : h.kind == ReasonHead::kKey ? std::string_view("; ") : std::string_view();
   };
-  auto byte_at = [&](const ReasonHead& h, char tail, size_t k) {
-    return k < head_lead_.size() ? head_lead_[k] : k < head_lead_.size() + h.text.size() ? h.text[k - head_lead_.size()] : tail;
-  };
   head_alive_.assign(reason_heads_.size() * 2, 0);
   uint64_t next_bytes[4] = {};
   bool any_byte = false;
@@ -519,14 +507,16 @@ int32_t Session::PickReasoningHead(std::string_view written, bool* open, int32_t
     const ReasonHead& h = reason_heads_[i];
     const std::string_view t = tails(h);
     for (size_t v = 0; v < std::max<size_t>(t.size(), 1); ++v) {
-      const std::string_view tail = t.empty() ? std::string_view() : t.substr(v, 1);
-      if (HeadFit(written, "", head_lead_, h.text, tail) == 0) continue;
+      const char tail = t.empty() ? 0 : t[v];
+      const size_t m = head_lead_.size() + h.text.size() + (t.empty() ? 0 : 1);
+      bool fits = true;
+      for (size_t k = 0; k < std::min(written.size(), m) && fits; ++k) fits = written[k] == HeadByte(head_lead_, h.text, tail, k);
+      if (!fits) continue;
       head_alive_[2 * i + v] = 1;
-      const size_t m = head_lead_.size() + h.text.size() + tail.size();
       if (written.size() >= m) {
         any_byte = true;
       } else {
-        const uint8_t b = uint8_t(byte_at(h, tail.empty() ? 0 : tail[0], written.size()));
+        const uint8_t b = uint8_t(HeadByte(head_lead_, h.text, tail, written.size()));
         next_bytes[b >> 6] |= uint64_t(1) << (b & 63);
       }
     }
@@ -564,7 +554,7 @@ int32_t Session::PickReasoningHead(std::string_view written, bool* open, int32_t
             const size_t m = head_lead_.size() + h.text.size() + (t.empty() ? 0 : 1);
             int f = 1;
             for (size_t k = written.size(); k < std::min(written.size() + bytes.size(), m) && f; ++k) {
-              f = bytes[k - written.size()] == byte_at(h, tail, k);
+              f = bytes[k - written.size()] == HeadByte(head_lead_, h.text, tail, k);
             }
             if (f) fit = std::max(fit, written.size() + bytes.size() >= m ? 2 : 1);
           }
