@@ -217,6 +217,12 @@ int32_t Session::ArgmaxWithBonus(const uint32_t* allowed, const uint32_t* bonus,
   return best;
 }
 
+void Session::ResetNameScores() {
+  name_scores_.assign(tools_.size(), -INFINITY);
+  name_spent_.assign(tools_.size(), 0);
+  for (uint32_t i : active_) name_scores_[i] = tool_scores_[i];
+}
+
 void Session::SpendNameScore(int32_t tool) {
   if (tool < 0 || size_t(tool) >= name_spent_.size()) return;
   name_spent_[size_t(tool)] = 1;
@@ -827,11 +833,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     for (uint32_t i : active_) best = std::max(best, tool_scores_[i]);
     if (best > opt_.refusal_score_threshold) refusal_bias_ = -opt_.refusal_score_penalty * (best - opt_.refusal_score_threshold);
   }
-  if (name_bias) {
-    name_scores_.assign(tools_.size(), -INFINITY);
-    name_spent_.assign(tools_.size(), 0);
-    for (uint32_t i : active_) name_scores_[i] = tool_scores_[i];
-  }
+  if (name_bias) ResetNameScores();
 
   // ---- free reasoning
   t = Clock::now();
@@ -894,11 +896,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   Feed(bridge, true);
 
   // ---- the constrained call
-  if (name_bias) {  // (the reasoning's plans spent scores of their own)
-    name_scores_.assign(tools_.size(), -INFINITY);
-    name_spent_.assign(tools_.size(), 0);
-    for (uint32_t i : active_) name_scores_[i] = tool_scores_[i];
-  }
+  if (name_bias) ResetNameScores();  // (the reasoning's plans spent scores of their own)
   matcher_->Reset();
   matcher_->SetCopySource(opt_.copy_bias > 0.0f ? &copy_source_ : nullptr);
   std::string reasoning;

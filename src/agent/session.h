@@ -233,6 +233,8 @@ class Session {
   // score becomes the best of the unused tools': the model's own logits
   // choose between calling it again and the next tool).
   void SpendNameScore(int32_t tool);
+  // This turn's naming scores: the active tools' ranking scores, none spent.
+  void ResetNameScores();
   void Feed(std::span<const int32_t> ids, bool want_logits);
   int32_t Argmax(const uint32_t* allowed) const;
   // Argmax over `allowed` of logit + (bonus bit ? bias : 0).
