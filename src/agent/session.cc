@@ -90,6 +90,7 @@ void Session::SetTools(const nlohmann::ordered_json& tools_in) {
   RenderToolsJson(tools);  // validates names/shape with the prompt's rules
   auto grammar = grammar::ToolGrammar::Compile(nlohmann::json::parse(tools.dump()));
   tools_ = tools;
+  chain_called_.clear();  // (indices into the old tools)
   tool_terms_.clear();
   for (const auto& t : tools_) tool_terms_.push_back(ToolLexicalTerms(t));
   grammar_ = std::move(grammar);
@@ -221,6 +222,10 @@ void Session::ResetNameScores() {
   name_scores_.assign(tools_.size(), -INFINITY);
   name_spent_.assign(tools_.size(), 0);
   for (uint32_t i : active_) name_scores_[i] = tool_scores_[i];
+  // After a tool result the ranking is still the request's: the tools its
+  // calls named so far (the lookup) get no push, as a second call's tool
+  // in one turn (before: the lookup, named again after its own result).
+  for (uint32_t t : chain_called_) SpendNameScore(int32_t(t));
 }
 
 void Session::SpendNameScore(int32_t tool) {
@@ -473,7 +478,7 @@ char HeadByte(std::string_view lead, std::string_view head, char tail, size_t k)
 
 }  // namespace
 
-void Session::OpenToolHeads(bool name_bias, std::string_view lead) {
+void Session::OpenToolHeads(bool name_bias, std::string_view lead, bool after_result) {
   static constexpr std::string_view kRefusal = "no declared tool", kQuote = "'";
   const float best_score = name_bias ? BestNameScore() : 0.0f;
   reason_heads_.clear();
@@ -481,6 +486,13 @@ void Session::OpenToolHeads(bool name_bias, std::string_view lead) {
   for (uint32_t t : active_) {
     const float bonus = name_bias ? opt_.tool_score_bias * (name_scores_[t] - best_score) : 0.0f;
     reason_heads_.push_back({tools_[t]["name"].get_ref<const std::string&>(), bonus, ReasonHead::kTool, t});
+  }
+  if (after_result) {
+    // After a tool result, the other plan is "nothing more to call" in one of
+    // the default model's words; answering is no refusal, so no penalty.
+    static constexpr std::string_view kDone[] = {"done", "result received", "request complete", "the tool reported an error"};
+    for (std::string_view d : kDone) reason_heads_.push_back({d, 0.0f, ReasonHead::kFixed, 0});
+    return;
   }
   // Both fixed heads refuse: "no declared tool ...", "'x' is not an allowed b of T (...)".
   const float refusal = refusal_bias_ - opt_.reasoning_refusal_penalty;
@@ -833,6 +845,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     for (uint32_t i : active_) best = std::max(best, tool_scores_[i]);
     if (best > opt_.refusal_score_threshold) refusal_bias_ = -opt_.refusal_score_penalty * (best - opt_.refusal_score_threshold);
   }
+  if (kind == TurnKind::kQuery) chain_called_.clear();
   if (name_bias) ResetNameScores();
 
   // ---- free reasoning
@@ -846,14 +859,16 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   // The reasoning's plan starts with the tool it means ("name: 'span' -> key",
   // "name needs ...") or a refusal: with reasoning_names, its head is a
   // declared tool's name under the call's naming preference, "no declared
-  // tool" or a quote; again after " | " (the next call's plan).
+  // tool" or a quote (after a tool result: "done", "request complete", ...);
+  // again after " | " (the next call's plan).
   std::string reasoning_bytes;
   reasoning_bytes.reserve(size_t(opt_.max_think_tokens) * 8);
   size_t head_start = 0;
-  const bool plan_heads = opt_.reasoning_names && kind == TurnKind::kQuery && !active_.empty();
+  const bool after_result = kind != TurnKind::kQuery;
+  const bool plan_heads = opt_.reasoning_names && !active_.empty();
   bool head_open = plan_heads;
   int32_t plan_tool = -1;  // the tool the current plan segment names
-  if (plan_heads) OpenToolHeads(name_bias, "");
+  if (plan_heads) OpenToolHeads(name_bias, "", after_result);
   for (uint32_t i = 0; i < opt_.max_think_tokens; ++i) {
     bool copying = false;
     if (opt_.copy_bias > 0.0f && span.open &&
@@ -876,7 +891,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
         // The next call's plan: the tool planned already gets no push (as in SpendNameScore).
         if (name_bias && plan_tool >= 0) SpendNameScore(plan_tool);
         head_open = true, head_start = reasoning_bytes.size(), plan_tool = -1;
-        OpenToolHeads(name_bias, " ");
+        OpenToolHeads(name_bias, " ", after_result);
       } else if (plan_tool >= 0 && ends_with("->") && OpenKeyHeads(uint32_t(plan_tool))) {
         head_open = true, head_start = reasoning_bytes.size();  // "'span' -> key": one of the tool's keys
       }
@@ -1033,6 +1048,9 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   if (opt_.drop_echoed_arguments) DropEchoedArguments(env, tools_);
   if (!env.function_calls.empty()) {
     env.type = EnvelopeType::kCall;
+    for (const auto& c : env.function_calls) {
+      if (const int t = matcher_->grammar().FindTool(c["name"].get_ref<const std::string&>()); t >= 0) chain_called_.push_back(uint32_t(t));
+    }
   } else {
     env.type = kind == TurnKind::kQuery ? EnvelopeType::kRefuse : EnvelopeType::kRespond;
   }
@@ -1050,6 +1068,7 @@ void Session::Reset() {
   if (state_) state_->cache().ResetToSinks();
   turns_ = 0;
   copy_texts_.clear();
+  chain_called_.clear();
   last_type_ = EnvelopeType::kRefuse;
 }
 
@@ -1093,7 +1112,7 @@ void Session::Save(const std::string& path) const {
                                  {"pins", pins_},    {"active", active_}, {"turns", turns_},
                                  {"last_type", int(last_type_)}, {"has_state", state_ != nullptr && !sinks_dirty_},
                                  {"sink_length", state_ ? state_->sink_length() : 0}, {"window", opt_.window},
-                                 {"copy_texts", copy_texts_}};
+                                 {"copy_texts", copy_texts_}, {"chain_called", chain_called_}};
   const std::string h = head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string out(kSessionMagic, sizeof kSessionMagic);
   const uint64_t hn = h.size();
@@ -1153,6 +1172,11 @@ void Session::Restore(const std::string& path) {
   if (head.contains("copy_texts") && head["copy_texts"].is_array()) {
     for (const auto& t : head["copy_texts"])
       if (t.is_string()) copy_texts_.push_back(t.get<std::string>());
+  }
+  chain_called_.clear();
+  if (head.contains("chain_called") && head["chain_called"].is_array()) {
+    for (const auto& t : head["chain_called"])
+      if (t.is_number_unsigned() && t.get<uint64_t>() < tools_.size()) chain_called_.push_back(t.get<uint32_t>());
   }
   last_type_ = static_cast<EnvelopeType>(std::clamp(head.value("last_type", 1), 0, 3));
 }

@@ -116,7 +116,9 @@ struct SessionOptions {
   // an allowed ..." — which loses reasoning_refusal_penalty plus the call's
   // refusal penalty; again after " | " (the next call's plan,
   // the planned tool's push spent); and each key after "->" is one of the
-  // planned tool's keys. Free, the small model names tools that do not exist
+  // planned tool's keys. After a tool result the head is a tool's name or
+  // "nothing more to call" ("done ...", "request complete", ...), without
+  // penalty. Free, the small model names tools that do not exist
   // in 40% of its plans and maps the request onto their made-up keys (a
   // quarter of its keys). false: free text.
   bool reasoning_names = true;
@@ -241,8 +243,9 @@ class Session {
   int32_t ArgmaxWithBonus(const uint32_t* allowed, const uint32_t* bonus, float bias) const;
   // The reasoning's heads (reasoning_names): a plan's start (the active
   // tools' names with the naming bias, "no declared tool" with the refusal
-  // bias, a quote), or after "-> " one of the planned tool's keys.
-  void OpenToolHeads(bool name_bias, std::string_view lead);
+  // bias, a quote; after_result: the phrases saying nothing more is to be
+  // called instead), or after "-> " one of the planned tool's keys.
+  void OpenToolHeads(bool name_bias, std::string_view lead, bool after_result);
   bool OpenKeyHeads(uint32_t tool);  // false when the tool has no keys
   // The reasoning's next token while a head is open: only tokens that keep
   // `written` (the head so far) a prefix of one of reason_heads_ (and its
@@ -308,6 +311,7 @@ class Session {
   std::vector<ReasonHead> reason_heads_;
   std::string_view head_lead_;  // bytes before each of them (" " after "->" and " |")
   std::vector<uint8_t> head_alive_;  // [2 x reason_heads_] scratch: head with separator 0 / 1 still fits
+  std::vector<uint32_t> chain_called_;  // the tools this request's calls named so far (saved)
   std::vector<uint8_t> name_spent_;  // [tools] this turn: 1 = a call already named it
   std::vector<std::string> request_terms_;  // LexicalTerms of the last user request
   // kLiteral nodes with string values: the values' LexicalTerms (set with the tools).

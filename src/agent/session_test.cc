@@ -656,6 +656,40 @@ TEST(Session, TheReasoningNamesADeclaredTool) {
   EXPECT_GE(free_other, 1u);
 }
 
+// After a tool result the plan names a declared tool or says nothing more
+// is to be called; and the tool the request's call named already (the
+// lookup) gets no naming push, however strong the request's ranking made it.
+TEST(Session, AfterAToolResultThePlanNamesADeclaredToolOrIsDone) {
+  const char* tools = R"([{"name":"find_contact","description":"find a contact by name",
+      "parameters":{"type":"object","properties":{"name":{"type":"string"}}}},
+      {"name":"call_by_id","parameters":{"type":"object","properties":{"id":{"type":"string"}}}}])";
+  auto declared_head = [](const std::string& r) {
+    for (const char* head : {"find_contact:", "find_contact ", "call_by_id:", "call_by_id ", "done", "result received",
+                             "request complete", "the tool reported an error"}) {
+      if (r.rfind(head, 0) == 0) return true;
+    }
+    return false;
+  };
+  size_t named_next = 0;
+  for (uint64_t seed : {3, 5, 8, 13, 21, 34}) {
+    SessionOptions o = Small();
+    o.max_think_tokens = 24;
+    o.tool_score_bias = 1e4f;  // the ranking names the request's call
+    o.refusal_score_penalty = 1e4f;
+    Session s(testing::AgentModel(seed), o);
+    s.SetToolsJson(tools);
+    const Envelope q = s.Query("find the contact named Ada");
+    ASSERT_TRUE(q.success()) << q.Dump();
+    ASSERT_EQ(q.type, EnvelopeType::kCall) << q.Dump();
+    ASSERT_EQ(q.function_calls[0]["name"], "find_contact") << q.Dump();
+    const Envelope r = s.ToolResult(R"({"results":[{"id":"c_1","name":"Ada"}]})");
+    ASSERT_TRUE(r.success()) << r.Dump();
+    EXPECT_TRUE(declared_head(r.reasoning)) << "seed " << seed << ": " << r.reasoning;
+    named_next += r.type == EnvelopeType::kCall && r.function_calls[0]["name"] == "call_by_id";
+  }
+  EXPECT_GE(named_next, 1u);  // (with find_contact's push kept, every call after the result named it again)
+}
+
 // A reasoning span closes at its quote; an apostrophe inside it ("I'll")
 // does not end the copy it follows.
 TEST(Session, ReasoningSpansReadApostrophesAsPartOfTheCopy) {
