@@ -124,6 +124,47 @@ std::vector<std::string> ToolLexicalTerms(const nlohmann::ordered_json& tool) {
   return out;
 }
 
+bool TakesAnIdentifier(const nlohmann::ordered_json& tool) {
+  const auto params = tool.is_object() ? tool.find("parameters") : tool.end();
+  if (params == tool.end() || !params->is_object()) return false;
+  const auto props = params->find("properties"), required = params->find("required");
+  if (props == params->end() || !props->is_object() || required == params->end() || !required->is_array()) return false;
+  for (const auto& key : *required) {
+    if (!key.is_string()) continue;
+    const std::string& k = key.get_ref<const std::string&>();
+    const auto p = props->find(k);
+    if (p == props->end() || !p->is_object() || p->value("type", "") != "string" || p->contains("enum")) continue;
+    // The key's last word: after '_', '-', '.' or a lower-to-upper change.
+    size_t start = 0;
+    for (size_t i = 1; i < k.size(); ++i) {
+      const uint8_t prev = uint8_t(k[i - 1]), c = uint8_t(k[i]);
+      if (prev == '_' || prev == '-' || prev == '.' || (Lower(prev) && Upper(c))) start = i;
+    }
+    std::string last = k.substr(start);
+    for (char& c : last) {
+      if (Upper(uint8_t(c))) c = char(c - 'A' + 'a');
+    }
+    if (last == "id" || last == "uid") return true;
+  }
+  return false;
+}
+
+bool SaysAnIdentifier(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = i;
+    bool digit = false;
+    for (; j < text.size(); ++j) {
+      const uint8_t c = uint8_t(text[j]);
+      if (!(Lower(c) || Upper(c) || Digit(c) || c == '_' || c == '-')) break;
+      digit |= Digit(c);
+    }
+    if (digit && j - i >= 5) return true;
+    i = j + 1;
+  }
+  return false;
+}
+
 std::vector<float> LexicalScores(const std::vector<std::string>& query_terms,
                                  const std::vector<std::vector<std::string>>& tool_terms) {
   const size_t n = tool_terms.size();

@@ -42,6 +42,19 @@ std::vector<std::string> ToolLexicalTerms(const nlohmann::ordered_json& tool);
 // log(1 + 2(n + 1)), so the shares stay comparable across queries.
 std::vector<float> LexicalScores(const std::vector<std::string>& query_terms,
                                  const std::vector<std::vector<std::string>>& tool_terms);
+
+// Tools that act on a record by its identifier ("play_track(track_id)",
+// "message(recipient_id)") are called after a lookup returned one, or when
+// the user gives one; a request that says none ("play Volare") wants the
+// lookup. TakesAnIdentifier: the tool requires a string argument (no enum)
+// whose name ends in the word id or uid ("id", "trackId", "place_id",
+// "deviceID"; not "paid", "android"). SaysAnIdentifier: the text holds a
+// token that could be one — a run of letters, digits, '_' or '-' of at
+// least 5 bytes with a digit in it ("c_89094", "trk_224bb2", "7208409",
+// "1Z755839FT"; not "Z25", "2025", "Volare").
+bool TakesAnIdentifier(const nlohmann::ordered_json& tool);
+bool SaysAnIdentifier(std::string_view text);
+
 uint64_t ToolFingerprint(std::string_view tool_json, uint64_t model_fingerprint);
 
 class ToolIndex {

@@ -65,5 +65,38 @@ TEST(Lexical, ScoresRankByTheQuerysDistinctiveWords) {
   EXPECT_TRUE(LexicalScores(LexicalTerms("lights"), {}).empty());
 }
 
+
+TEST(Identifiers, ToolsRequiringAnIdentifierArgument) {
+  auto tool = [](const char* props, const char* required) {
+    return nlohmann::ordered_json::parse(std::string(R"({"name":"t","parameters":{"type":"object","properties":)") + props +
+                                         R"(,"required":)" + required + "}}");
+  };
+  for (const char* key : {"id", "trackId", "place_id", "deviceID", "contact-id", "uid", "playerUid", "event.id"}) {
+    const std::string props = std::string(R"({")") + key + R"(":{"type":"string"}})";
+    EXPECT_TRUE(TakesAnIdentifier(tool(props.c_str(), (std::string(R"([")") + key + R"("])").c_str()))) << key;
+  }
+  for (const char* key : {"paid", "android", "idea", "trackid", "ids_note", "valid"}) {
+    const std::string props = std::string(R"({")") + key + R"(":{"type":"string"}})";
+    EXPECT_FALSE(TakesAnIdentifier(tool(props.c_str(), (std::string(R"([")") + key + R"("])").c_str()))) << key;
+  }
+  // Optional, not a string, or one of fixed values: not an identifier to look up.
+  EXPECT_FALSE(TakesAnIdentifier(tool(R"({"track_id":{"type":"string"}})", "[]")));
+  EXPECT_FALSE(TakesAnIdentifier(tool(R"({"track_id":{"type":"integer"}})", R"(["track_id"])")));
+  EXPECT_FALSE(TakesAnIdentifier(tool(R"({"mode_id":{"type":"string","enum":["a","b"]}})", R"(["mode_id"])")));
+  EXPECT_FALSE(TakesAnIdentifier(nlohmann::ordered_json::parse(R"({"name":"t"})")));
+  EXPECT_FALSE(TakesAnIdentifier(nlohmann::ordered_json::parse(R"({"name":"t","parameters":{"required":"id"}})")));
+}
+
+TEST(Identifiers, TextsThatHoldOne) {
+  for (const char* t : {R"({"results":[{"id":"c_89094","name":"Ada"}]})", "play trk_224bb2", "track 7208409 please",
+                        "tracking number 1Z755839FT13543863", "device dev-5195"}) {
+    EXPECT_TRUE(SaysAnIdentifier(t)) << t;
+  }
+  for (const char* t : {"Can you play Volare?", "parking at level 2, spot Z25", "cancel my haircut on 25 october 2025",
+                        "Rua Hillcrest 224", "", "identifier"}) {
+    EXPECT_FALSE(SaysAnIdentifier(t)) << t;
+  }
+}
+
 }  // namespace
 }  // namespace needle

@@ -93,6 +93,8 @@ void Session::SetTools(const nlohmann::ordered_json& tools_in) {
   chain_called_.clear();  // (indices into the old tools)
   tool_terms_.clear();
   for (const auto& t : tools_) tool_terms_.push_back(ToolLexicalTerms(t));
+  takes_id_.clear();
+  for (const auto& t : tools_) takes_id_.push_back(TakesAnIdentifier(t));
   grammar_ = std::move(grammar);
   warnings_ = grammar_->warnings();
   matcher_ = std::make_unique<grammar::GrammarMatcher>(grammar_, model_->trie());
@@ -219,9 +221,14 @@ int32_t Session::ArgmaxWithBonus(const uint32_t* allowed, const uint32_t* bonus,
 }
 
 void Session::ResetNameScores() {
-  name_scores_.assign(tools_.size(), -INFINITY);
+  // A tool that needs an identifier the conversation does not hold is the
+  // second step of a lookup, not the request's call (unsaid_id_penalty).
+  bool id_said = false;
+  for (const std::string& t : copy_texts_) id_said = id_said || SaysAnIdentifier(t);
+  name_base_.assign(tools_.size(), -INFINITY);
+  for (uint32_t i : active_) name_base_[i] = tool_scores_[i] - (!id_said && takes_id_[i] ? opt_.unsaid_id_penalty : 0.0f);
+  name_scores_ = name_base_;
   name_spent_.assign(tools_.size(), 0);
-  for (uint32_t i : active_) name_scores_[i] = tool_scores_[i];
   // After a tool result the ranking is still the request's: the tools its
   // calls named so far (the lookup) get no push, as a second call's tool
   // in one turn (before: the lookup, named again after its own result).
@@ -233,7 +240,7 @@ void Session::SpendNameScore(int32_t tool) {
   name_spent_[size_t(tool)] = 1;
   float best_unspent = -INFINITY;
   for (uint32_t i : active_)
-    if (!name_spent_[i]) best_unspent = std::max(best_unspent, tool_scores_[i]);
+    if (!name_spent_[i]) best_unspent = std::max(best_unspent, name_base_[i]);
   if (best_unspent == -INFINITY) best_unspent = 0.0f;  // every tool named: no push at all
   for (uint32_t i : active_)
     if (name_spent_[i]) name_scores_[i] = best_unspent;

@@ -127,6 +127,12 @@ struct SessionOptions {
   // Drop an optional argument whose value is empty or repeats another
   // argument's value in the same call (DropEchoedArguments).
   bool drop_echoed_arguments = true;
+  // Naming penalty, in retrieval-score units (x tool_score_bias), on a tool
+  // that requires an identifier argument (TakesAnIdentifier: "track_id")
+  // while the conversation says none (SaysAnIdentifier): "play Volare" with
+  // play_track(track_id) and search_tracks(query) is the search. 0: off.
+  float unsaid_id_penalty = kDefaultUnsaidIdPenalty;
+  static constexpr float kDefaultUnsaidIdPenalty = 0.6f;
 };
 
 // The quoted spans of the reasoning ("name: 'span' -> key"): a span opens
@@ -300,6 +306,8 @@ class Session {
   std::vector<float> tool_scores_;  // [tools] for the last query (empty: none)
   float refusal_bias_ = 0.0f;       // this turn: added to the logits of refusing tokens (<= 0)
   std::vector<std::vector<std::string>> tool_terms_;  // [tools] ToolLexicalTerms
+  std::vector<float> name_base_;  // [tools] this turn: the naming score before any is spent
+  std::vector<uint8_t> takes_id_;  // [tools] TakesAnIdentifier
   std::vector<float> name_scores_;  // [tools] this turn: score of active tools, -inf otherwise
   // The reasoning's open head (reasoning_names): the texts it may take.
   struct ReasonHead {

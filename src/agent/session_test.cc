@@ -690,6 +690,32 @@ TEST(Session, AfterAToolResultThePlanNamesADeclaredToolOrIsDone) {
   EXPECT_GE(named_next, 1u);  // (with find_contact's push kept, every call after the result named it again)
 }
 
+// A tool that needs an identifier the conversation does not hold loses the
+// naming push to the others (the lookup); once one is said, it is named.
+TEST(Session, AToolNeedingAnUnsaidIdentifierIsNotTheRequestsCall) {
+  const char* tools = R"([{"name":"play_track","description":"play a track by id",
+      "parameters":{"type":"object","properties":{"track_id":{"type":"string"}},"required":["track_id"]}},
+      {"name":"search_music","description":"search the catalogue",
+      "parameters":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}}])";
+  for (uint64_t seed : {3, 5}) {
+    for (const char* request : {"play the track Volare", "play the track trk_51b9e7"}) {
+      for (float penalty : {0.0f, SessionOptions::kDefaultUnsaidIdPenalty}) {
+        SessionOptions o = Small();
+        o.tool_score_bias = 1e4f;
+        o.refusal_score_penalty = 1e4f;
+        o.unsaid_id_penalty = penalty;
+        Session s(testing::AgentModel(seed), o);
+        s.SetToolsJson(tools);
+        const Envelope e = s.Query(request);
+        ASSERT_EQ(e.type, EnvelopeType::kCall) << e.Dump();
+        const bool id_said = std::string_view(request).find("trk_") != std::string_view::npos;
+        EXPECT_EQ(e.function_calls[0]["name"], penalty > 0.0f && !id_said ? "search_music" : "play_track")
+            << "seed " << seed << ", penalty " << penalty << ": " << request;
+      }
+    }
+  }
+}
+
 // A reasoning span closes at its quote; an apostrophe inside it ("I'll")
 // does not end the copy it follows.
 TEST(Session, ReasoningSpansReadApostrophesAsPartOfTheCopy) {
