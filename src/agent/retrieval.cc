@@ -134,19 +134,72 @@ bool TakesAnIdentifier(const nlohmann::ordered_json& tool) {
     const std::string& k = key.get_ref<const std::string&>();
     const auto p = props->find(k);
     if (p == props->end() || !p->is_object() || p->value("type", "") != "string" || p->contains("enum")) continue;
-    // The key's last word: after '_', '-', '.' or a lower-to-upper change.
-    size_t start = 0;
-    for (size_t i = 1; i < k.size(); ++i) {
-      const uint8_t prev = uint8_t(k[i - 1]), c = uint8_t(k[i]);
-      if (prev == '_' || prev == '-' || prev == '.' || (Lower(prev) && Upper(c))) start = i;
-    }
-    std::string last = k.substr(start);
-    for (char& c : last) {
-      if (Upper(uint8_t(c))) c = char(c - 'A' + 'a');
-    }
-    if (last == "id" || last == "uid") return true;
+    if (NamesAnIdentifier(k)) return true;
   }
   return false;
+}
+
+bool NamesAnIdentifier(std::string_view key) {
+  size_t start = 0;
+  for (size_t i = 1; i < key.size(); ++i) {
+    const uint8_t prev = uint8_t(key[i - 1]), c = uint8_t(key[i]);
+    if (prev == '_' || prev == '-' || prev == '.' || (Lower(prev) && Upper(c))) start = i;
+  }
+  std::string last(key.substr(start));
+  for (char& c : last) {
+    if (Upper(uint8_t(c))) c = char(c - 'A' + 'a');
+  }
+  return last == "id" || last == "uid";
+}
+
+namespace {
+
+// The records of a result: objects inside arrays, with their identifier.
+void CollectRecords(const nlohmann::ordered_json& v, int depth, std::vector<std::pair<std::string, const nlohmann::ordered_json*>>& out) {
+  if (depth > 3) return;
+  if (v.is_array()) {
+    for (const auto& e : v) {
+      if (!e.is_object()) {
+        CollectRecords(e, depth + 1, out);
+        continue;
+      }
+      std::string id;
+      for (const auto& [k, f] : e.items()) {
+        if (k != "ref" && !NamesAnIdentifier(k)) continue;
+        if (f.is_string()) id = f.get<std::string>();
+        if (f.is_number_integer()) id = f.dump();
+        if (!id.empty()) break;
+      }
+      if (!id.empty()) out.emplace_back(std::move(id), &e);
+      CollectRecords(e, depth + 1, out);
+    }
+  } else if (v.is_object()) {
+    for (const auto& [k, f] : v.items()) CollectRecords(f, depth + 1, out);
+  }
+}
+
+}  // namespace
+
+std::string RecordNamedBy(const nlohmann::ordered_json& result, const std::vector<std::string>& request_terms) {
+  std::vector<std::pair<std::string, const nlohmann::ordered_json*>> records;
+  CollectRecords(result, 0, records);
+  if (records.empty() || request_terms.empty()) return "";
+  std::vector<std::vector<std::string>> terms(records.size());
+  for (size_t r = 0; r < records.size(); ++r) {
+    for (const auto& [k, f] : records[r].second->items()) {
+      if (f.is_string() && k != "ref" && !NamesAnIdentifier(k)) AddTerms(f.get_ref<const std::string&>(), terms[r]);
+    }
+  }
+  const std::vector<float> scores = LexicalScores(request_terms, terms);
+  size_t best = 0;
+  for (size_t r = 1; r < scores.size(); ++r) {
+    if (scores[r] > scores[best]) best = r;
+  }
+  if (scores[best] <= 0.0f) return "";
+  for (size_t r = 0; r < scores.size(); ++r) {
+    if (r != best && scores[r] >= scores[best]) return "";  // a tie: the request does not say which
+  }
+  return records[best].first;
 }
 
 bool SaysAnIdentifier(std::string_view text) {

@@ -54,6 +54,18 @@ std::vector<float> LexicalScores(const std::vector<std::string>& query_terms,
 // "1Z755839FT"; not "Z25", "2025", "Volare").
 bool TakesAnIdentifier(const nlohmann::ordered_json& tool);
 bool SaysAnIdentifier(std::string_view text);
+// A key naming an identifier: its last word (after '_', '-', '.' or a
+// lower-to-upper change) is id or uid.
+bool NamesAnIdentifier(std::string_view key);
+// The identifier of the record a lookup's result holds that the request
+// names: among the objects of the result's arrays (depth 3 at most) that
+// have an identifier ("id", "uid", "ref" or a key NamesAnIdentifier; a
+// string or an integer), the one whose other string fields share the most
+// of the request's words (LexicalScores over its LexicalTerms), when one
+// scores above all the others; "" otherwise. "text Katerina Kowalski" and
+// [{"id":"c_86215","name":"Ava Ricci"},{"id":"c_856","name":"Katerina
+// Kowalski"}] -> "c_856".
+std::string RecordNamedBy(const nlohmann::ordered_json& result, const std::vector<std::string>& request_terms);
 
 uint64_t ToolFingerprint(std::string_view tool_json, uint64_t model_fingerprint);
 

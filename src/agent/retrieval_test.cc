@@ -98,5 +98,20 @@ TEST(Identifiers, TextsThatHoldOne) {
   }
 }
 
+TEST(Identifiers, TheRecordTheRequestNames) {
+  const auto terms = LexicalTerms("text Katerina Kowalski that I'm late");
+  auto named = [&](const char* result) { return RecordNamedBy(ordered_json::parse(result), terms); };
+  EXPECT_EQ(named(R"({"results":[{"id":"c_86215","name":"Ava Ricci"},{"id":"c_856","name":"Katerina Kowalski"}]})"), "c_856");
+  // Other identifier keys, integer ids, nested arrays.
+  EXPECT_EQ(named(R"({"contacts":[{"uid":7,"name":"Katerina Ricci"},{"uid":9,"name":"Katerina Kowalski"}]})"), "9");
+  EXPECT_EQ(named(R"({"page":{"matches":[{"ref":"a1","name":"Bo"},{"contactId":"b2","name":"Kowalski, K."}]}})"), "b2");
+  // The identifier itself is not a word of the record; a tie or no match says nothing.
+  EXPECT_EQ(named(R"([{"id":"katerina","name":"Ava"},{"id":"x2","name":"Bo"}])"), "");
+  EXPECT_EQ(named(R"([{"id":"a","name":"Katerina Ricci"},{"id":"b","name":"Katerina Moss"}])"), "");
+  EXPECT_EQ(named(R"([{"name":"Katerina Kowalski"}])"), "");
+  EXPECT_EQ(named(R"({"ok":true})"), "");
+  EXPECT_EQ(RecordNamedBy(ordered_json::parse(R"([{"id":"a","name":"Katerina"}])"), {}), "");
+}
+
 }  // namespace
 }  // namespace needle

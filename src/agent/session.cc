@@ -140,6 +140,19 @@ void Session::SetTools(const nlohmann::ordered_json& tools_in) {
     }
   }
   unit_node_values_.resize(unit_nodes_.size());
+  // String arguments naming an identifier ("track_id"): after a lookup, the
+  // identifier of the record the request names (RecordNamedBy).
+  id_nodes_.clear(), record_id_values_.clear();
+  for (size_t t = 0; t < grammar_->tools().size(); ++t) {
+    const grammar::Node& args = grammar_->nodes[grammar_->tools()[t].args];
+    if (args.kind != grammar::NodeKind::kObject) continue;
+    for (size_t i = 0; i < args.prop_names.size(); ++i) {
+      const grammar::Node& n = grammar_->nodes[args.prop_nodes[i]];
+      if (n.kind == grammar::NodeKind::kString && n.format.empty() && NamesAnIdentifier(args.prop_names[i])) {
+        id_nodes_.push_back(args.prop_nodes[i]);
+      }
+    }
+  }
   sinks_dirty_ = true;
   active_.clear();
 }
@@ -353,6 +366,9 @@ const std::vector<std::string>* Session::SaidValues(uint32_t node) const {
   const std::vector<std::string>* values = nullptr;
   if (n.kind == grammar::NodeKind::kString && n.pattern.empty()) {
     values = n.format == "date" ? &date_values_ : n.format == "time" ? &time_values_ : n.format == "date-time" ? &date_time_values_ : nullptr;
+  }
+  if (n.kind == grammar::NodeKind::kString && std::find(id_nodes_.begin(), id_nodes_.end(), node) != id_nodes_.end()) {
+    values = &record_id_values_;
   } else if (n.kind == grammar::NodeKind::kNumber) {
     for (size_t k = 0; k < unit_nodes_.size(); ++k) {
       if (unit_nodes_[k].first == node) values = &unit_node_values_[k];
@@ -369,13 +385,14 @@ bool IsNumberByte(char c) { return (c >= '0' && c <= '9') || c == '-' || c == '+
 
 bool Session::ComputeSaidValueMask(float* bias) {
   bool opened = false;
-  int32_t node = opt_.date_time_bias > 0.0f ? matcher_->OpenString(&opened) : -1;
+  int32_t node = opt_.date_time_bias > 0.0f || opt_.record_id_bias > 0.0f ? matcher_->OpenString(&opened) : -1;
   const bool number = node < 0;
   if (number) node = opt_.quantity_bias > 0.0f ? matcher_->OpenNumber() : -1;
   if (node < 0) return false;
   const std::vector<std::string>* values = SaidValues(uint32_t(node));
   if (!values) return false;
-  *bias = number ? opt_.quantity_bias : opt_.date_time_bias;
+  *bias = number ? opt_.quantity_bias : values == &record_id_values_ ? opt_.record_id_bias : opt_.date_time_bias;
+  if (*bias <= 0.0f) return false;
   // The value so far: a number's bytes end the call so far; a string's
   // content follows the call's last quote (dates and times hold no quotes).
   std::string_view content;
@@ -423,7 +440,7 @@ std::string Session::UnwrittenSaidValueKey(uint32_t args_node, uint64_t written)
     const bool number = g.nodes[n.prop_nodes[i]].kind == grammar::NodeKind::kNumber;
     if (!std::isinf(number ? opt_.quantity_bias : opt_.date_time_bias)) continue;
     const std::vector<std::string>* values = SaidValues(n.prop_nodes[i]);
-    if (!values) continue;
+    if (!values || values == &record_id_values_) continue;  // (identifiers: only where the model writes one)
     for (const std::string& v : *values) {
       if (number) {
         // Not yet written as a number of any call (":300," but not ":1300" or ":3000").
@@ -803,6 +820,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   if (kind == TurnKind::kQuery) {
     PrepareSinks(text, &prefill_s, &prefill_n);
     request_terms_ = LexicalTerms(text);
+    record_id_values_.clear();
     ScoreEnumValues();
     turn_text = turns_ == 0 ? FirstQueryText(text) : UserTurnText(text);
   } else {
@@ -816,6 +834,10 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
       rendered = nlohmann::ordered_json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     turn_text = ToolResultTurnText(rendered);
+    record_id_values_.clear();
+    if (const std::string id = RecordNamedBy(nlohmann::ordered_json::parse(rendered, nullptr, false), request_terms_); !id.empty()) {
+      record_id_values_.push_back(id);
+    }
     text = rendered;  // (for the copy source: what the model sees)
   }
   std::vector<int32_t> ids;

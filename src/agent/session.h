@@ -127,6 +127,14 @@ struct SessionOptions {
   // Drop an optional argument whose value is empty or repeats another
   // argument's value in the same call (DropEchoedArguments).
   bool drop_echoed_arguments = true;
+  // Inside a string argument naming an identifier ("track_id", "contactId")
+  // after a tool result, logit bonus for the tokens that write the
+  // identifier of the record whose words the request says (RecordNamedBy:
+  // "text Katerina" -> the id of the result's record named "Katerina
+  // Kowalski"); nothing when no record, or several, match best. INFINITY
+  // (the default): a rule while it fits; 0 off.
+  float record_id_bias = kDefaultRecordIdBias;
+  static constexpr float kDefaultRecordIdBias = INFINITY;
   // Naming penalty, in retrieval-score units (x tool_score_bias), on a tool
   // that requires an identifier argument (TakesAnIdentifier: "track_id")
   // while the conversation says none (SaysAnIdentifier): "play Volare" with
@@ -340,6 +348,10 @@ class Session {
   // (grammar::SpokenQuantities, QuantityIn), parallel to unit_nodes_.
   std::vector<std::pair<uint32_t, grammar::Unit>> unit_nodes_;
   std::vector<std::vector<std::string>> unit_node_values_;
+  // String arguments naming an identifier (set with the tools), and after a
+  // tool result the identifier of the record the request names (RecordNamedBy).
+  std::vector<uint32_t> id_nodes_;
+  std::vector<std::string> record_id_values_;
   std::string call_bytes_;  // this turn's call so far (reserved once per model)
   // Decode buffers, sized once per model.
   std::vector<float> logits_;

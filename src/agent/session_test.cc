@@ -716,6 +716,35 @@ TEST(Session, AToolNeedingAnUnsaidIdentifierIsNotTheRequestsCall) {
   }
 }
 
+// After a lookup, an identifier argument takes the id of the record the
+// request names, not another record's (the default model, which tends to
+// copy the first record's).
+TEST(Session, AnIdentifierAfterALookupIsTheNamedRecords) {
+  if (Model::Embedded().empty()) GTEST_SKIP() << "built without the default model";
+  const char* tools = R"([{"name":"searchAddressBook","description":"Look up contacts by name.",
+      "parameters":{"type":"object","properties":{"query":{"type":"string","description":"Name to search for"}},"required":["query"]}},
+      {"name":"message_to_contact","description":"Send a text message to a contact by id.",
+      "parameters":{"type":"object","properties":{"recipient_id":{"type":"string","description":"Contact id from the contacts search"},
+      "body":{"type":"string","description":"Message text"}},"required":["recipient_id","body"]}}])";
+  const char* result = R"({"matches":[{"id":"c_86215","name":"Ava Ricci"},{"id":"c_856","name":"Katerina Kowalski"}]})";
+  std::vector<std::string> ids;
+  for (float bias : {0.0f, SessionOptions::kDefaultRecordIdBias}) {
+    SessionOptions o;
+    o.record_id_bias = bias;
+    Session s(Model::FromStatic(Model::Embedded()), o);
+    s.SetToolsJson(tools);
+    const Envelope q = s.Query("send katerina kowalski a message: can you feed the dog");
+    ASSERT_EQ(q.type, EnvelopeType::kCall) << q.Dump();
+    ASSERT_EQ(q.function_calls[0]["name"], "searchAddressBook") << q.Dump();
+    const Envelope r = s.ToolResult(result);
+    ASSERT_EQ(r.type, EnvelopeType::kCall) << r.Dump();
+    ASSERT_EQ(r.function_calls[0]["name"], "message_to_contact") << r.Dump();
+    ids.push_back(r.function_calls[0]["arguments"].value("recipient_id", ""));
+  }
+  EXPECT_NE(ids[0], "c_856");  // (without the rule: the first record's, or another copy)
+  EXPECT_EQ(ids[1], "c_856");
+}
+
 // A reasoning span closes at its quote; an apostrophe inside it ("I'll")
 // does not end the copy it follows.
 TEST(Session, ReasoningSpansReadApostrophesAsPartOfTheCopy) {
