@@ -47,6 +47,8 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : m
   logits_.assign(size_t(V), 0.0f);
   mask_.assign(model_->trie()->mask_words(), 0);
   copy_mask_.assign(model_->trie()->mask_words(), 0);
+  case_mask_.assign(model_->trie()->mask_words(), 0);
+  case_text_.reserve(512);
   enum_mask_.assign(model_->trie()->mask_words(), 0);
   value_mask_.assign(model_->trie()->mask_words(), 0);
   call_bytes_.reserve(size_t(opt_.max_new_tokens) * 32);
@@ -620,6 +622,28 @@ int32_t Session::PickReasoningHead(std::string_view written, bool* open, int32_t
   return best;
 }
 
+void Session::KeepExactCase(std::string_view content, char quote) {
+  // The copy automaton folds ASCII case (a request typed in lower case still
+  // copies into a name); among the tokens that continue the copy, the ones
+  // that keep the value as a recent text writes it, case and all, are the
+  // copy: "GOOGL" stays "GOOGL", not "GoOGL".
+  const Tokenizer& tok = model_->tokenizer();
+  bool any = false;
+  for (size_t w = 0; w < copy_mask_.size(); ++w) {
+    case_mask_[w] = 0;
+    for (uint32_t bits = copy_mask_[w]; bits; bits &= bits - 1) {
+      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
+      std::string_view part = tok.TokenBytes(id);
+      part = part.substr(0, part.find(quote));
+      case_text_.assign(content).append(part);
+      bool found = case_text_.empty();
+      for (size_t t = copy_texts_.size(); t-- > 0 && !found;) found = copy_texts_[t].find(case_text_) != std::string::npos;
+      if (found) case_mask_[w] |= 1u << (id & 31), any = true;
+    }
+  }
+  if (any) std::copy(case_mask_.begin(), case_mask_.end(), copy_mask_.begin());
+}
+
 void Session::RememberTurnText(std::string_view text) {
   copy_texts_.emplace_back(text);
   size_t total = 0;
@@ -904,6 +928,10 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
         grammar::MarkCopyTokens(*model_->trie(), copy_source_, span.state, span.nonempty, "'", grammar::CopySource::End::kWord,
                                  copy_mask_, copy_walk_)) {
       for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= text_mask_[w]) != 0;
+      if (copying && opt_.exact_case) {
+        const size_t quote = reasoning_bytes.rfind('\'');
+        KeepExactCase(std::string_view(reasoning_bytes).substr(quote == std::string::npos ? reasoning_bytes.size() : quote + 1), '\'');
+      }
     }
     next = head_open ? PickReasoningHead(std::string_view(reasoning_bytes).substr(head_start), &head_open, &plan_tool)
                      : Argmax(copying ? copy_mask_.data() : text_mask_.data());
@@ -967,6 +995,12 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     bool copying = false;
     if (opt_.copy_bias > 0.0f && matcher_->ComputeCopyMask(copy_mask_)) {
       for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= mask_[w]) != 0;
+      if (copying && opt_.exact_case) {
+        if (bool opened = false; matcher_->OpenString(&opened) >= 0 && opened) {
+          const size_t quote = call_bytes_.rfind('"');
+          if (quote != std::string::npos) KeepExactCase(std::string_view(call_bytes_).substr(quote + 1), '"');
+        }
+      }
     }
     const bool naming = name_bias && matcher_->BeforeOrInName();
     // The decoder's distribution this step: the allowed tokens' logits plus

@@ -135,6 +135,10 @@ struct SessionOptions {
   // (the default): a rule while it fits; 0 off.
   float record_id_bias = kDefaultRecordIdBias;
   static constexpr float kDefaultRecordIdBias = INFINITY;
+  // Copies keep the case the conversation writes them in: among the tokens
+  // that continue a copy (copy_bias), those that keep it case-exact, when
+  // there are any. false: any case (the copy source folds ASCII case).
+  bool exact_case = true;
   // Naming penalty, in retrieval-score units (x tool_score_bias), on a tool
   // that requires an identifier argument (TakesAnIdentifier: "track_id")
   // while the conversation says none (SaysAnIdentifier): "play Volare" with
@@ -260,6 +264,10 @@ class Session {
   // bias, a quote; after_result: the phrases saying nothing more is to be
   // called instead), or after "-> " one of the planned tool's keys.
   void OpenToolHeads(bool name_bias, std::string_view lead, bool after_result);
+  // copy_mask_ = its tokens that keep `content` (the value or span so far,
+  // up to a closing `quote`) as a recent text writes it, case and all, when
+  // there are any (exact_case).
+  void KeepExactCase(std::string_view content, char quote);
   bool OpenKeyHeads(uint32_t tool);  // false when the tool has no keys
   // The reasoning's next token while a head is open: only tokens that keep
   // `written` (the head so far) a prefix of one of reason_heads_ (and its
@@ -327,6 +335,8 @@ class Session {
   std::vector<ReasonHead> reason_heads_;
   std::string_view head_lead_;  // bytes before each of them (" " after "->" and " |")
   std::vector<uint8_t> head_alive_;  // [2 x reason_heads_] scratch: head with separator 0 / 1 still fits
+  std::vector<uint32_t> case_mask_;  // KeepExactCase scratch (sized with the masks)
+  std::string case_text_;
   std::vector<uint32_t> chain_called_;  // the tools this request's calls named so far (saved)
   std::vector<uint8_t> name_spent_;  // [tools] this turn: 1 = a call already named it
   std::vector<std::string> request_terms_;  // LexicalTerms of the last user request

@@ -745,6 +745,26 @@ TEST(Session, AnIdentifierAfterALookupIsTheNamedRecords) {
   EXPECT_EQ(ids[1], "c_856");
 }
 
+// A copied value keeps the case the request writes it in (the copy source
+// folds case; the default model wrote "GoOGL" for "GOOGL").
+TEST(Session, CopiesKeepTheRequestsCase) {
+  if (Model::Embedded().empty()) GTEST_SKIP() << "built without the default model";
+  const char* tools = R"([{"name":"web-lookup-stock-request","description":"Get the latest price for a stock ticker.",
+      "parameters":{"type":"object","properties":{"ticker_symbol":{"type":"string"}},"required":["ticker_symbol"]}}])";
+  std::vector<std::string> values;
+  for (bool exact_case : {false, true}) {
+    SessionOptions o;
+    o.exact_case = exact_case;
+    Session s(Model::FromStatic(Model::Embedded()), o);
+    s.SetToolsJson(tools);
+    const Envelope e = s.Query("What's the price of GOOGL?");
+    ASSERT_EQ(e.type, EnvelopeType::kCall) << e.Dump();
+    values.push_back(e.function_calls[0]["arguments"].value("ticker_symbol", ""));
+  }
+  EXPECT_NE(values[0], "GOOGL");  // (without the rule)
+  EXPECT_EQ(values[1], "GOOGL");
+}
+
 // A reasoning span closes at its quote; an apostrophe inside it ("I'll")
 // does not end the copy it follows.
 TEST(Session, ReasoningSpansReadApostrophesAsPartOfTheCopy) {

@@ -243,6 +243,7 @@ int RunEval(int argc, char** argv) {
           {"refusal-score-threshold", "T", "best tool score above which refusing is penalised (default 0.6)"},
           {"unsaid-id-penalty", "P", "naming penalty (retrieval-score units) on a tool needing an identifier the conversation does not hold (default 0.6; 0 off)"},
           {"record-id-bias", "B", "logit bonus for the identifier of the result's record the request names, in identifier arguments (default inf: a rule; 0 off)"},
+          {"any-case", "", "let copies change the case the conversation writes them in (by default a copy keeps it when it can)"},
           {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
           {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 8; 0 off, inf always)"},
           {"date-time-bias", "B", "logit bonus for the dates and times the conversation says, in date/time format strings (default inf: a rule; 0 off)"},
@@ -293,6 +294,7 @@ int RunEval(int argc, char** argv) {
   opt.refusal_score_threshold = static_cast<float>(args.GetDouble("refusal-score-threshold", opt.refusal_score_threshold));
   opt.unsaid_id_penalty = static_cast<float>(args.GetDouble("unsaid-id-penalty", opt.unsaid_id_penalty));
   opt.record_id_bias = static_cast<float>(args.GetDouble("record-id-bias", opt.record_id_bias));
+  opt.exact_case = !args.Has("any-case");
   const long long long_session = args.GetInt("long-session", 0);
   const unsigned jobs = static_cast<unsigned>(std::max(1LL, args.GetInt("jobs", 1)));
 

@@ -52,6 +52,7 @@ std::vector<FlagSpec> SessionFlags() {
           {"refusal-score-threshold", "T", "best tool score above which refusing is penalised (default 0.6)"},
           {"unsaid-id-penalty", "P", "naming penalty (retrieval-score units) on a tool needing an identifier the conversation does not hold (default 0.6; 0 off)"},
           {"record-id-bias", "B", "logit bonus for the identifier of the result's record the request names, in identifier arguments (default inf: a rule; 0 off)"},
+          {"any-case", "", "let copies change the case the conversation writes them in (by default a copy keeps it when it can)"},
           {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
           {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default 8; 0 off, inf always)"},
           {"date-time-bias", "B", "logit bonus for the dates and times the conversation says, in date/time format strings (default inf: a rule; 0 off)"},
@@ -82,6 +83,7 @@ std::unique_ptr<Session> MakeSession(const Args& args) {
   o.refusal_score_threshold = static_cast<float>(args.GetDouble("refusal-score-threshold", o.refusal_score_threshold));
   o.unsaid_id_penalty = static_cast<float>(args.GetDouble("unsaid-id-penalty", o.unsaid_id_penalty));
   o.record_id_bias = static_cast<float>(args.GetDouble("record-id-bias", o.record_id_bias));
+  o.exact_case = !args.Has("any-case");
   o.threads = static_cast<uint32_t>(args.GetInt("threads", 1));
   o.tool_index_path = args.Get("tool-index");
   if (o.max_new_tokens < 1 || o.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--max-new-tokens and --threads must be positive");
