@@ -59,6 +59,35 @@ bool Matches(const std::string& a, const std::string& b) {
   return shorter.size() >= 4 && longer.compare(0, shorter.size(), shorter) == 0;
 }
 
+// Verbs that name the same action: the words sibling tools differ by
+// ("stop" / "end", "show" / "list", "release" / "open"). A word of a class
+// is the class's term (on both sides, so the verb weighs as one word).
+std::string_view ActionClass(std::string_view stem) {
+  struct Class {
+    std::string_view term;
+    std::initializer_list<std::string_view> words;
+  };
+  static const Class kClasses[] = {
+      {"~stop", {"stop", "stopp", "end", "halt", "terminate", "quit", "hang", "kill", "cease"}},
+      {"~start", {"start", "begin", "beginn", "launch", "commence"}},
+      {"~show", {"show", "list", "display", "view", "read", "see", "fetch"}},
+      {"~add", {"add", "create", "new", "make", "insert", "save", "log", "record", "book"}},
+      {"~remove", {"delete", "remove", "cancel", "clear", "erase", "discard"}},
+      {"~open", {"open", "release"}},
+      {"~close", {"close", "shut"}},
+      {"~forward", {"forward", "ahead", "advance", "onward"}},
+      {"~backward", {"backward", "reverse"}},
+      {"~more", {"increase", "raise", "louder", "higher", "boost"}},
+      {"~less", {"decrease", "lower", "quieter", "reduce", "down", "dim"}},
+  };
+  for (const Class& c : kClasses) {
+    for (std::string_view w : c.words) {
+      if (w == stem) return c.term;
+    }
+  }
+  return {};
+}
+
 void AddTerms(std::string_view text, std::vector<std::string>& out) {
   size_t i = 0;
   while (i < text.size()) {
@@ -86,6 +115,7 @@ void AddTerms(std::string_view text, std::vector<std::string>& out) {
     }
     if (digits || w.size() < 2 || IsStopWord(w)) continue;
     w = Stem(std::move(w));
+    if (const std::string_view c = ActionClass(w); !c.empty()) w = std::string(c);
     if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(std::move(w));
   }
 }

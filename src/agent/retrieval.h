@@ -28,9 +28,11 @@ std::string RetrievalToolText(std::string_view tool_json);  // the compact JSON 
 // with a tool's name, description, parameter names and descriptions and enum
 // values. Words are split at case changes, digits-only words and common
 // function words dropped, plurals and -ing/-ed endings stripped, lowercased,
-// each kept once. Why: a small head ranks tools it never saw no better than
-// word overlap does (measured in docs/agent.md), and the two err on
-// different requests.
+// each kept once; verbs naming one action are one term ("stop", "end",
+// "halt" -> "~stop"; "show", "list", "view" -> "~show"; "release", "open"
+// -> "~open"; "advance", "ahead", "forward" -> "~forward"; ...). Why: a
+// small head ranks tools it never saw no better than word overlap does
+// (measured in docs/agent.md), and the two err on different requests.
 std::vector<std::string> LexicalTerms(std::string_view text);
 // The terms of one tool schema ({"name", "description", "parameters"}),
 // nested properties and array items included.

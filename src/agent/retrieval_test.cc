@@ -16,12 +16,27 @@ TEST(Lexical, TermsSplitNamesAndDropWhatSaysNothing) {
   EXPECT_EQ(LexicalTerms("HTTPServer get_weather-forecast"), (Terms{"http", "server", "weather", "forecast"}));
   EXPECT_EQ(LexicalTerms("Turn the kitchen lights to 30 please"), (Terms{"turn", "kitchen", "light"}));
   EXPECT_EQ(LexicalTerms("zone2 mp3"), (Terms{"zone", "mp"}));
-  EXPECT_EQ(LexicalTerms("switches dimming batteries recorded"), (Terms{"switch", "dimm", "battery", "record"}));
+  EXPECT_EQ(LexicalTerms("switches dimming batteries recorded"), (Terms{"switch", "dimm", "battery", "~add"}));
   EXPECT_EQ(LexicalTerms("Lights LIGHTS light"), (Terms{"light"}));  // each term once
   EXPECT_TRUE(LexicalTerms("").empty());
   EXPECT_TRUE(LexicalTerms("  ,;!? 42 7 ").empty());
   // Bytes beyond ASCII stay in words (matched as they are, not split or dropped).
   EXPECT_EQ(LexicalTerms("café über"), (Terms{"café", "über"}));
+}
+
+// Sibling tools differ by their verb; the verbs naming one action are one term.
+TEST(Lexical, VerbsOfOneActionAreOneTerm) {
+  EXPECT_EQ(LexicalTerms("stop the timer"), LexicalTerms("end timer"));
+  EXPECT_EQ(LexicalTerms("Halting stopwatch"), (Terms{"~stop", "stopwatch"}));
+  EXPECT_EQ(LexicalTerms("release the object"), LexicalTerms("open object"));
+  EXPECT_EQ(LexicalTerms("advance 90 cm"), (Terms{"~forward", "cm"}));
+  EXPECT_EQ(LexicalTerms("list events"), LexicalTerms("show events"));
+  EXPECT_NE(LexicalTerms("start timer"), LexicalTerms("stop timer"));
+  // Ranked by them: "stop timing" names the stopwatch's end, not its start.
+  const std::vector<std::vector<std::string>> tools = {ToolLexicalTerms(ordered_json::parse(R"({"name":"startStopwatch"})")),
+                                                       ToolLexicalTerms(ordered_json::parse(R"({"name":"stopwatch.end"})"))};
+  const std::vector<float> s = LexicalScores(LexicalTerms("stop timing, stopwatch"), tools);
+  EXPECT_GT(s[1], s[0]);
 }
 
 TEST(Lexical, ToolTermsCoverTheWholeSchema) {
@@ -31,7 +46,7 @@ TEST(Lexical, ToolTermsCoverTheWholeSchema) {
       "target":{"type":"object","properties":{"shelfLabel":{"type":"string","description":"Shelf tag"}}},
       "items":{"type":"array","items":{"type":"object","properties":{"sku":{"type":"string"}}}}}}})");
   const Terms t = ToolLexicalTerms(tool);
-  for (const char* want : {"robot", "arm", "grip", "open", "close", "gripper", "mode", "soft", "firm", "hold", "target",
+  for (const char* want : {"robot", "arm", "grip", "~open", "~close", "gripper", "mode", "soft", "firm", "hold", "target",
                            "shelf", "label", "tag", "item", "sku"}) {
     EXPECT_NE(std::find(t.begin(), t.end(), want), t.end()) << want;
   }
