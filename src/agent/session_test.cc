@@ -716,6 +716,13 @@ TEST(Session, AToolNeedingAnUnsaidIdentifierIsNotTheRequestsCall) {
   }
 }
 
+// A session on the embedded default model, with these options and tools.
+std::unique_ptr<Session> DefaultModelSession(const SessionOptions& options, const char* tools) {
+  auto s = std::make_unique<Session>(Model::FromStatic(Model::Embedded()), options);
+  s->SetToolsJson(tools);
+  return s;
+}
+
 // After a lookup, an identifier argument takes the id of the record the
 // request names, not another record's (the default model, which tends to
 // copy the first record's).
@@ -731,12 +738,11 @@ TEST(Session, AnIdentifierAfterALookupIsTheNamedRecords) {
   for (float bias : {0.0f, SessionOptions::kDefaultRecordIdBias}) {
     SessionOptions o;
     o.record_id_bias = bias;
-    Session s(Model::FromStatic(Model::Embedded()), o);
-    s.SetToolsJson(tools);
-    const Envelope q = s.Query("send katerina kowalski a message: can you feed the dog");
+    const auto s = DefaultModelSession(o, tools);
+    const Envelope q = s->Query("send katerina kowalski a message: can you feed the dog");
     ASSERT_EQ(q.type, EnvelopeType::kCall) << q.Dump();
     ASSERT_EQ(q.function_calls[0]["name"], "searchAddressBook") << q.Dump();
-    const Envelope r = s.ToolResult(result);
+    const Envelope r = s->ToolResult(result);
     ASSERT_EQ(r.type, EnvelopeType::kCall) << r.Dump();
     ASSERT_EQ(r.function_calls[0]["name"], "message_to_contact") << r.Dump();
     ids.push_back(r.function_calls[0]["arguments"].value("recipient_id", ""));
@@ -755,9 +761,7 @@ TEST(Session, CopiesKeepTheRequestsCase) {
   for (bool exact_case : {false, true}) {
     SessionOptions o;
     o.exact_case = exact_case;
-    Session s(Model::FromStatic(Model::Embedded()), o);
-    s.SetToolsJson(tools);
-    const Envelope e = s.Query("What's the price of GOOGL?");
+    const Envelope e = DefaultModelSession(o, tools)->Query("What's the price of GOOGL?");
     ASSERT_EQ(e.type, EnvelopeType::kCall) << e.Dump();
     values.push_back(e.function_calls[0]["arguments"].value("ticker_symbol", ""));
   }
