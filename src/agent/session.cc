@@ -238,10 +238,8 @@ int32_t Session::ArgmaxWithBonus(const uint32_t* allowed, const uint32_t* bonus,
 void Session::ResetNameScores() {
   // A tool that needs an identifier the conversation does not hold is the
   // second step of a lookup, not the request's call (unsaid_id_penalty).
-  bool id_said = false;
-  for (const std::string& t : copy_texts_) id_said = id_said || SaysAnIdentifier(t);
   name_base_.assign(tools_.size(), -INFINITY);
-  for (uint32_t i : active_) name_base_[i] = tool_scores_[i] - (!id_said && takes_id_[i] ? opt_.unsaid_id_penalty : 0.0f);
+  for (uint32_t i : active_) name_base_[i] = tool_scores_[i] - (!id_said_ && takes_id_[i] ? opt_.unsaid_id_penalty : 0.0f);
   name_scores_ = name_base_;
   name_spent_.assign(tools_.size(), 0);
   // After a tool result the ranking is still the request's: the tools its
@@ -651,6 +649,8 @@ void Session::RememberTurnText(std::string_view text) {
   size_t drop = 0;
   while (drop + 1 < copy_texts_.size() && total > kCopyTextBytes) total -= copy_texts_[drop++].size();
   copy_texts_.erase(copy_texts_.begin(), copy_texts_.begin() + std::ptrdiff_t(drop));
+  id_said_ = false;  // (read by ResetNameScores, twice a turn)
+  for (const std::string& t : copy_texts_) id_said_ = id_said_ || SaysAnIdentifier(t);
   std::vector<std::string_view> segments;
   std::string facts;
   if (!facts_.is_null()) facts = RenderSystemFacts(facts_);
@@ -804,6 +804,7 @@ void Session::PrepareSinks(std::string_view query, double* prefill_seconds, uint
   sinks_dirty_ = false;
   turns_ = 0;
   copy_texts_.clear();
+  id_said_ = false;
   *prefill_seconds += Since(t0);
   *prefill_tokens += p.ids.size();
 }
@@ -852,16 +853,12 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
       throw Error(ErrorCode::kInvalidState, "a tool result needs a previous call in this session (send a query first)");
     }
     // Results are rendered compactly as in training; text that is not JSON becomes a JSON string.
-    try {
-      rendered = nlohmann::ordered_json::parse(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    } catch (const nlohmann::json::exception&) {
-      rendered = nlohmann::ordered_json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    }
+    nlohmann::ordered_json result = nlohmann::ordered_json::parse(text, nullptr, false);
+    if (result.is_discarded()) result = std::string(text);
+    rendered = result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     turn_text = ToolResultTurnText(rendered);
     record_id_values_.clear();
-    if (const std::string id = RecordNamedBy(nlohmann::ordered_json::parse(rendered, nullptr, false), request_terms_); !id.empty()) {
-      record_id_values_.push_back(id);
-    }
+    if (const std::string id = RecordNamedBy(result, request_terms_); !id.empty()) record_id_values_.push_back(id);
     text = rendered;  // (for the copy source: what the model sees)
   }
   std::vector<int32_t> ids;
@@ -1131,6 +1128,7 @@ void Session::Reset() {
   if (state_) state_->cache().ResetToSinks();
   turns_ = 0;
   copy_texts_.clear();
+  id_said_ = false;
   chain_called_.clear();
   last_type_ = EnvelopeType::kRefuse;
 }
@@ -1232,10 +1230,12 @@ void Session::Restore(const std::string& path) {
   }
   turns_ = head.value("turns", 0u);
   copy_texts_.clear();
+  id_said_ = false;
   if (head.contains("copy_texts") && head["copy_texts"].is_array()) {
     for (const auto& t : head["copy_texts"])
       if (t.is_string()) copy_texts_.push_back(t.get<std::string>());
   }
+  for (const std::string& t : copy_texts_) id_said_ = id_said_ || SaysAnIdentifier(t);
   chain_called_.clear();
   if (head.contains("chain_called") && head["chain_called"].is_array()) {
     for (const auto& t : head["chain_called"])

@@ -324,6 +324,7 @@ class Session {
   std::vector<std::vector<std::string>> tool_terms_;  // [tools] ToolLexicalTerms
   std::vector<float> name_base_;  // [tools] this turn: the naming score before any is spent
   std::vector<uint8_t> takes_id_;  // [tools] TakesAnIdentifier
+  bool id_said_ = false;            // a recent text SaysAnIdentifier
   std::vector<float> name_scores_;  // [tools] this turn: score of active tools, -inf otherwise
   // The reasoning's open head (reasoning_names): the texts it may take.
   struct ReasonHead {
