@@ -982,10 +982,13 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   std::vector<int32_t> call;
   call_bytes_.clear();
   double log_p = 0.0;
-  bool truncated = false;
+  bool truncated = false, looped = false;
   for (;;) {
     const bool can_close = matcher_->ComputeMask(mask_.data());
-    if (call.size() >= call_budget) {
+    // A call that fell into a loop ("p. p. p. ...", a string no copy rule
+    // holds) never leaves it: it ends here, completed as at the budget.
+    looped = EndsInLoop(call);
+    if (call.size() >= call_budget || looped) {
       truncated = !can_close;
       break;
     }
@@ -1090,7 +1093,11 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   Envelope env;
   env.reasoning = reasoning;
   env.warnings = warnings_;
-  if (truncated) env.warnings.push_back("the call reached max_new_tokens (" + std::to_string(call_budget) + ") and was completed by the grammar");
+  if (looped) {
+    env.warnings.push_back("the call fell into a repeating loop and was completed by the grammar");
+  } else if (truncated) {
+    env.warnings.push_back("the call reached max_new_tokens (" + std::to_string(call_budget) + ") and was completed by the grammar");
+  }
   env.prefill_tps = prefill_s > 0 ? double(prefill_n) / prefill_s : 0.0;
   env.decode_tps = decode_s > 0 ? double(decode_n) / decode_s : 0.0;
   env.peak_ram_mb = PeakRssMb();

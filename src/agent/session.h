@@ -11,6 +11,7 @@
 //              tokens that continue a copy of the session's text get
 //              copy_bias added to their logits), at most
 //              max_new_tokens, completed by the grammar if the budget runs out
+//              or the call falls into a loop
 //   closing  = </tool_call><|im_end|> EOS fed, exactly as in training
 // The call is post-checked (grammar/validate.h); a violation is an error
 // envelope (invalid_call), never a silently passed call.
@@ -55,12 +56,14 @@ struct SessionOptions {
   // Logit bonus for tokens that keep a string argument a copy of the
   // session's text (requests and tool results; see grammar/copy_source.h):
   // small models garble the values they copy, and most plain values are
-  // copies. 0 turns it off; INFINITY makes it a rule (a copy is taken
-  // whenever one fits). The grammar's language is the same either way. The
+  // copies. 0 turns it off; INFINITY (the default) makes it a rule: a copy
+  // is taken whenever one fits (against 8: the same calls within one per
+  // split, and a third of the garbled strings — "e. e. e.", ":360}}]names"
+  // — gone). The grammar's language is the same either way. The
   // reasoning's quoted spans ("'span' -> key") copy whenever a copy fits,
   // for any copy_bias > 0.
   float copy_bias = kDefaultCopyBias;
-  static constexpr float kDefaultCopyBias = 8.0f;
+  static constexpr float kDefaultCopyBias = INFINITY;
   // Logit bonus per unit of retrieval similarity (the contrastive head's
   // query-tool cosine, relative to the best declared tool) for the tokens
   // that name a call: the tool the retrieval head prefers is preferred when

@@ -753,6 +753,27 @@ TEST(Session, AnIdentifierAfterALookupIsTheNamedRecords) {
 
 // A copied value keeps the case the request writes it in (the copy source
 // folds case; the default model wrote "GoOGL" for "GOOGL").
+// A call that falls into a loop ends there, completed by the grammar, with a
+// warning; it does not run on to max_new_tokens. (The default model loops in
+// a free string here when copying is only a preference: "... e. e. e. e.")
+TEST(Session, ACallThatLoopsEndsAtTheLoop) {
+  if (Model::Embedded().empty()) GTEST_SKIP() << "built without the default model";
+  const char* tools = R"([{"name":"EventInfo","parameters":{"type":"object","properties":{"name":{"type":"string"},
+      "startsAt":{"type":"string","format":"date-time"},"venue":{"type":"string"},"host":{"type":"string"}},"required":["name"]}}])";
+  SessionOptions o;
+  o.copy_bias = 8.0f;
+  const Envelope e = DefaultModelSession(o, tools)->Query(
+      "Record the following:\n\nTendai Tabrondjen, Austin Drounon, N. N. Ricci, Kai Costa. \"A Survey of Zipaithind Methods.\" "
+      "IEEE Transactions on Vidrustian, 1976. pp. e6345.");
+  ExpectWellFormed(e);
+  ASSERT_TRUE(e.success()) << e.Dump();
+  ASSERT_FALSE(grammar::ValidateCall(e.function_calls.dump(), tools)) << e.Dump();
+  bool looped = false;
+  for (const std::string& w : e.warnings) looped |= w.find("repeating loop") != std::string::npos;
+  EXPECT_TRUE(looped) << e.Dump();
+  EXPECT_EQ(e.Dump().find("max_new_tokens"), std::string::npos) << e.Dump();
+}
+
 TEST(Session, CopiesKeepTheRequestsCase) {
   if (Model::Embedded().empty()) GTEST_SKIP() << "built without the default model";
   const char* tools = R"([{"name":"web-lookup-stock-request","description":"Get the latest price for a stock ticker.",
