@@ -52,6 +52,20 @@ TEST(Cli, HelpOnEachSubcommand) {
   EXPECT_EQ(RunNeedle("frobnicate").code, 2);
 }
 
+// run, chat and eval take the same decoding flags (one list, DecodingFlags):
+// a setting measured with eval is one a user can pass to run.
+TEST(Cli, RunChatAndEvalTakeTheSameDecodingFlags) {
+  const Result eval = RunNeedle("eval --help");
+  for (const char* flag : {"--copy-bias", "--tool-score-bias", "--refusal-score-penalty", "--unsaid-id-penalty", "--record-id-bias",
+                           "--any-case", "--enum-word-bias", "--reasoning-refusal-penalty", "--max-think-tokens"}) {
+    for (const char* cmd : {"run", "chat"}) {
+      const Result r = RunNeedle(std::string(cmd) + " --help");
+      EXPECT_NE(r.out.find(flag), std::string::npos) << cmd << " lacks " << flag;
+    }
+    EXPECT_NE(eval.out.find(flag), std::string::npos) << "eval lacks " << flag;
+  }
+}
+
 TEST(Cli, RandomThenInspect) {
   const std::string path = TempDir() + "/tiny.cact";
   Result r = RunNeedle("random --preset " + kTiny + " --bits 3 --seed 5 --out " + path);

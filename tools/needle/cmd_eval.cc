@@ -17,6 +17,7 @@
 #include "args.h"
 #include "base/error.h"
 #include "commands.h"
+#include "decoding_flags.h"
 #include "paired_outcomes.h"
 
 namespace needle::cli {
@@ -224,40 +225,26 @@ const char* kTraffic[] = {
 }  // namespace
 
 int RunEval(int argc, char** argv) {
-  Args args("eval", "--data TEST.jsonl [--model FILE.cact] [flags]",
-            "Runs every example through the agent (prompt, grammar, retrieval, envelope) and\n"
-            "scores it: exact_call (same calls, arguments compared by value), tool_selection\n"
-            "(same tool names), refusal precision/recall, schema_valid, confidence ECE and AUROC. Session\n"
-            "examples (`turns`) are played turn by turn with the gold tool results. With\n"
-            "--long-session N each single-turn example is asked at turn 1 and again after N\n"
-            "turns of other traffic in the same session, and the two are compared case by case\n"
-            "(cases lost and gained, the difference with its 95% interval, McNemar's exact p).",
-            {{"data", "FILE", "JSONL examples (required)"},
-             {"model", "FILE", "model archive (default: $NEEDLE_MODEL, else the embedded model)"},
-             {"limit", "N", "first N examples only"},
-             {"jobs", "K", "sessions evaluated in parallel (default 1)"},
-             {"max-new-tokens", "N", "call budget per turn (default 256)"},
-             {"max-think-tokens", "N", "reasoning budget per turn (default 96)"},
-          {"tool-score-bias", "B", "logit bonus per unit of retrieval similarity when naming a call (default 100; 0 off)"},
-          {"refusal-score-penalty", "P", "logit penalty per unit of best tool score above the threshold for refusing (default 40; 0 off)"},
-          {"refusal-score-threshold", "T", "best tool score above which refusing is penalised (default 0.6)"},
-          {"unsaid-id-penalty", "P", "naming penalty (retrieval-score units) on a tool needing an identifier the conversation does not hold (default 0.6; 0 off)"},
-          {"record-id-bias", "B", "logit bonus for the identifier of the result's record the request names, in identifier arguments (default inf: a rule; 0 off)"},
-          {"any-case", "", "let copies change the case the conversation writes them in (by default a copy keeps it when it can)"},
-          {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
-          {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default inf: a copy whenever one fits; 0 off)"},
-          {"date-time-bias", "B", "logit bonus for the dates and times the conversation says, in date/time format strings (default inf: a rule; 0 off)"},
-          {"quantity-bias", "B", "logit bonus for the quantities the conversation says (\"5 minutes\"), converted to a number argument's declared unit (default inf: a rule; 0 off)"},
-          {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
-          {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
-          {"free-reasoning-names", "", "let the reasoning name any tool (by default its head is a declared tool's name or a refusal)"},
-          {"reasoning-refusal-penalty", "P", "logit penalty on a reasoning that starts as a refusal (default 2)"},
-             {"long-session", "N", "also re-ask each single-turn example after N turns of other traffic"},
-             {"json", "", "print only the final JSON object (default: a table, then the JSON)"},
-             {"failures", "FILE", "write the mispredicted turns (JSONL)"},
-             {"rollouts", "FILE", "write each turn's tokens (sink block, earlier turns in reach, the turn) and whether its calls were exact, JSONL (confidence-head training)"},
-             {"out", "PREDS.jsonl", "write every turn's prediction (input, expected calls, envelope)"},
-             {"report", "FILE", "write the final JSON object here too"}});
+  const char* summary =
+      "Runs every example through the agent (prompt, grammar, retrieval, envelope) and\n"
+      "scores it: exact_call (same calls, arguments compared by value), tool_selection\n"
+      "(same tool names), refusal precision/recall, schema_valid, confidence ECE and AUROC. Session\n"
+      "examples (`turns`) are played turn by turn with the gold tool results. With\n"
+      "--long-session N each single-turn example is asked at turn 1 and again after N\n"
+      "turns of other traffic in the same session, and the two are compared case by case\n"
+      "(cases lost and gained, the difference with its 95% interval, McNemar's exact p).";
+  std::vector<FlagSpec> flags = {{"data", "FILE", "JSONL examples (required)"},
+                                 {"model", "FILE", "model archive (default: $NEEDLE_MODEL, else the embedded model)"},
+                                 {"limit", "N", "first N examples only"},
+                                 {"jobs", "K", "sessions evaluated in parallel (default 1)"},
+                                 {"long-session", "N", "also re-ask each single-turn example after N turns of other traffic"},
+                                 {"json", "", "print only the final JSON object (default: a table, then the JSON)"},
+                                 {"failures", "FILE", "write the mispredicted turns (JSONL)"},
+                                 {"rollouts", "FILE", "write each turn's tokens (sink block, earlier turns in reach, the turn) and whether its calls were exact, JSONL (confidence-head training)"},
+                                 {"out", "PREDS.jsonl", "write every turn's prediction (input, expected calls, envelope)"},
+                                 {"report", "FILE", "write the final JSON object here too"}};
+  for (FlagSpec& f : DecodingFlags()) flags.push_back(std::move(f));
+  Args args("eval", "--data TEST.jsonl [--model FILE.cact] [flags]", summary, std::move(flags));
   if (!args.Parse(argc, argv)) return 0;
   const std::string data = args.Require("data");
   auto model = args.Has("model") ? Model::Open(args.Get("model")) : Model::Default();
@@ -279,22 +266,7 @@ int RunEval(int argc, char** argv) {
     }
   }
   SessionOptions opt;
-  opt.max_new_tokens = static_cast<uint32_t>(args.GetInt("max-new-tokens", opt.max_new_tokens));
-  opt.max_think_tokens = static_cast<uint32_t>(args.GetInt("max-think-tokens", opt.max_think_tokens));
-  opt.copy_bias = static_cast<float>(args.GetDouble("copy-bias", opt.copy_bias));
-  opt.enum_word_bias = static_cast<float>(args.GetDouble("enum-word-bias", opt.enum_word_bias));
-  opt.date_time_bias = static_cast<float>(args.GetDouble("date-time-bias", opt.date_time_bias));
-  opt.quantity_bias = static_cast<float>(args.GetDouble("quantity-bias", opt.quantity_bias));
-  opt.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
-  opt.reasoning_names = !args.Has("free-reasoning-names");
-  opt.reasoning_refusal_penalty = static_cast<float>(args.GetDouble("reasoning-refusal-penalty", opt.reasoning_refusal_penalty));
-  opt.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", opt.tool_score_bias));
-  opt.lexical_weight = static_cast<float>(args.GetDouble("lexical-weight", opt.lexical_weight));
-  opt.refusal_score_penalty = static_cast<float>(args.GetDouble("refusal-score-penalty", opt.refusal_score_penalty));
-  opt.refusal_score_threshold = static_cast<float>(args.GetDouble("refusal-score-threshold", opt.refusal_score_threshold));
-  opt.unsaid_id_penalty = static_cast<float>(args.GetDouble("unsaid-id-penalty", opt.unsaid_id_penalty));
-  opt.record_id_bias = static_cast<float>(args.GetDouble("record-id-bias", opt.record_id_bias));
-  opt.exact_case = !args.Has("any-case");
+  ReadDecodingFlags(args, opt);
   const long long long_session = args.GetInt("long-session", 0);
   const unsigned jobs = static_cast<unsigned>(std::max(1LL, args.GetInt("jobs", 1)));
 

@@ -14,6 +14,7 @@
 #include "args.h"
 #include "base/error.h"
 #include "commands.h"
+#include "decoding_flags.h"
 
 namespace needle::cli {
 namespace {
@@ -41,49 +42,20 @@ nlohmann::ordered_json Facts(const std::string& v) {
 }
 
 std::vector<FlagSpec> SessionFlags() {
-  return {{"model", "FILE", "model archive (default: $NEEDLE_MODEL, else the embedded default model)"},
+  std::vector<FlagSpec> flags = {{"model", "FILE", "model archive (default: $NEEDLE_MODEL, else the embedded default model)"},
           {"tools", "FILE|JSON", "tool schemas: a JSON array (or {\"tools\": [...]}), as a file or inline (required)"},
           {"system", "FILE|JSON|TEXT", "system facts: a JSON object (date, locale, device, battery, network, location, user, assistant) or key: value lines"},
           {"pin", "TEXT", "pin extra text in the sink block (custom sink), e.g. a user profile", true},
-          {"max-new-tokens", "N", "call budget per turn (default 256)"},
-          {"max-think-tokens", "N", "reasoning budget per turn (default 96)"},
-          {"tool-score-bias", "B", "logit bonus per unit of retrieval similarity when naming a call (default 100; 0 off)"},
-          {"refusal-score-penalty", "P", "logit penalty per unit of best tool score above the threshold for refusing (default 40; 0 off)"},
-          {"refusal-score-threshold", "T", "best tool score above which refusing is penalised (default 0.6)"},
-          {"unsaid-id-penalty", "P", "naming penalty (retrieval-score units) on a tool needing an identifier the conversation does not hold (default 0.6; 0 off)"},
-          {"record-id-bias", "B", "logit bonus for the identifier of the result's record the request names, in identifier arguments (default inf: a rule; 0 off)"},
-          {"any-case", "", "let copies change the case the conversation writes them in (by default a copy keeps it when it can)"},
-          {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
-          {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default inf: a copy whenever one fits; 0 off)"},
-          {"date-time-bias", "B", "logit bonus for the dates and times the conversation says, in date/time format strings (default inf: a rule; 0 off)"},
-          {"quantity-bias", "B", "logit bonus for the quantities the conversation says (\"5 minutes\"), converted to a number argument's declared unit (default inf: a rule; 0 off)"},
-          {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
-          {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
-          {"free-reasoning-names", "", "let the reasoning name any tool (by default its head is a declared tool's name or a refusal)"},
-          {"reasoning-refusal-penalty", "P", "logit penalty on a reasoning that starts as a refusal (default 2)"},
           {"tool-index", "FILE", "persist tool embeddings for retrieval (more than 5 tools)"},
           {"threads", "K", "compute threads (default 1)"}};
+  for (FlagSpec& f : DecodingFlags()) flags.push_back(std::move(f));
+  return flags;
 }
 
 std::unique_ptr<Session> MakeSession(const Args& args) {
   auto model = args.Has("model") ? Model::Open(args.Get("model")) : Model::Default();
   SessionOptions o;
-  o.max_new_tokens = static_cast<uint32_t>(args.GetInt("max-new-tokens", o.max_new_tokens));
-  o.max_think_tokens = static_cast<uint32_t>(args.GetInt("max-think-tokens", o.max_think_tokens));
-  o.copy_bias = static_cast<float>(args.GetDouble("copy-bias", o.copy_bias));
-  o.enum_word_bias = static_cast<float>(args.GetDouble("enum-word-bias", o.enum_word_bias));
-  o.date_time_bias = static_cast<float>(args.GetDouble("date-time-bias", o.date_time_bias));
-  o.quantity_bias = static_cast<float>(args.GetDouble("quantity-bias", o.quantity_bias));
-  o.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
-  o.reasoning_names = !args.Has("free-reasoning-names");
-  o.reasoning_refusal_penalty = static_cast<float>(args.GetDouble("reasoning-refusal-penalty", o.reasoning_refusal_penalty));
-  o.tool_score_bias = static_cast<float>(args.GetDouble("tool-score-bias", o.tool_score_bias));
-  o.lexical_weight = static_cast<float>(args.GetDouble("lexical-weight", o.lexical_weight));
-  o.refusal_score_penalty = static_cast<float>(args.GetDouble("refusal-score-penalty", o.refusal_score_penalty));
-  o.refusal_score_threshold = static_cast<float>(args.GetDouble("refusal-score-threshold", o.refusal_score_threshold));
-  o.unsaid_id_penalty = static_cast<float>(args.GetDouble("unsaid-id-penalty", o.unsaid_id_penalty));
-  o.record_id_bias = static_cast<float>(args.GetDouble("record-id-bias", o.record_id_bias));
-  o.exact_case = !args.Has("any-case");
+  ReadDecodingFlags(args, o);
   o.threads = static_cast<uint32_t>(args.GetInt("threads", 1));
   o.tool_index_path = args.Get("tool-index");
   if (o.max_new_tokens < 1 || o.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--max-new-tokens and --threads must be positive");

@@ -1,0 +1,51 @@
+#include "decoding_flags.h"
+
+namespace needle::cli {
+
+std::vector<FlagSpec> DecodingFlags() {
+  return {
+      {"max-new-tokens", "N", "call budget per turn (default 256)"},
+      {"max-think-tokens", "N", "reasoning budget per turn (default 96)"},
+      {"tool-score-bias", "B", "logit bonus per unit of retrieval similarity when naming a call (default 100; 0 off)"},
+      {"refusal-score-penalty", "P", "logit penalty per unit of best tool score above the threshold for refusing (default 40; 0 off)"},
+      {"refusal-score-threshold", "T", "best tool score above which refusing is penalised (default 0.6)"},
+      {"unsaid-id-penalty", "P",
+       "naming penalty (retrieval-score units) on a tool needing an identifier the conversation does not hold (default 0.6; 0 off)"},
+      {"record-id-bias", "B",
+       "logit bonus for the identifier of the result's record the request names, in identifier arguments (default inf: a rule; 0 off)"},
+      {"any-case", "", "let copies change the case the conversation writes them in (by default a copy keeps it when it can)"},
+      {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
+      {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default inf: a copy whenever one fits; 0 off)"},
+      {"date-time-bias", "B",
+       "logit bonus for the dates and times the conversation says, in date/time format strings (default inf: a rule; 0 off)"},
+      {"quantity-bias", "B",
+       "logit bonus for the quantities the conversation says (\"5 minutes\"), converted to a number argument's declared unit (default "
+       "inf: a rule; 0 off)"},
+      {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
+      {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
+      {"free-reasoning-names", "", "let the reasoning name any tool (by default its head is a declared tool's name or a refusal)"},
+      {"reasoning-refusal-penalty", "P", "logit penalty on a reasoning that starts as a refusal (default 2)"},
+  };
+}
+
+void ReadDecodingFlags(const Args& args, SessionOptions& o) {
+  auto number = [&](const char* flag, float& value) { value = static_cast<float>(args.GetDouble(flag, value)); };
+  o.max_new_tokens = static_cast<uint32_t>(args.GetInt("max-new-tokens", o.max_new_tokens));
+  o.max_think_tokens = static_cast<uint32_t>(args.GetInt("max-think-tokens", o.max_think_tokens));
+  number("tool-score-bias", o.tool_score_bias);
+  number("refusal-score-penalty", o.refusal_score_penalty);
+  number("refusal-score-threshold", o.refusal_score_threshold);
+  number("unsaid-id-penalty", o.unsaid_id_penalty);
+  number("record-id-bias", o.record_id_bias);
+  o.exact_case = !args.Has("any-case");
+  number("lexical-weight", o.lexical_weight);
+  number("copy-bias", o.copy_bias);
+  number("date-time-bias", o.date_time_bias);
+  number("quantity-bias", o.quantity_bias);
+  number("enum-word-bias", o.enum_word_bias);
+  o.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
+  o.reasoning_names = !args.Has("free-reasoning-names");
+  number("reasoning-refusal-penalty", o.reasoning_refusal_penalty);
+}
+
+}  // namespace needle::cli
