@@ -844,6 +844,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   std::string turn_text, rendered;
   if (kind == TurnKind::kQuery) {
     PrepareSinks(text, &prefill_s, &prefill_n);
+    request_.assign(text);
     request_terms_ = LexicalTerms(text);
     record_id_values_.clear();
     ScoreEnumValues();
@@ -869,6 +870,15 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   }
   ids.push_back(int32_t(kThinkId));
   RememberTurnText(text);
+  if (kind == TurnKind::kQuery && opt_.window_requests > 0) {
+    // The window starts at the window_requests-th most recent request (a
+    // reset or rebuilt sink block leaves only the sinks: no earlier request).
+    WindowSinkCache& cache = state_->cache();
+    if (cache.tokens() <= int64_t(state_->sink_length())) request_starts_.clear();
+    request_starts_.push_back(cache.tokens());
+    if (request_starts_.size() > opt_.window_requests) request_starts_.erase(request_starts_.begin());
+    cache.SetWindowFloor(request_starts_.front());
+  }
 
   const bool scored = model_->confidence() != nullptr;
   ProbePool* pools[1] = {&confidence_pool_};
@@ -1137,6 +1147,7 @@ void Session::Reset() {
   copy_texts_.clear();
   id_said_ = false;
   chain_called_.clear();
+  request_starts_.clear();
   last_type_ = EnvelopeType::kRefuse;
 }
 
@@ -1180,7 +1191,9 @@ void Session::Save(const std::string& path) const {
                                  {"pins", pins_},    {"active", active_}, {"turns", turns_},
                                  {"last_type", int(last_type_)}, {"has_state", state_ != nullptr && !sinks_dirty_},
                                  {"sink_length", state_ ? state_->sink_length() : 0}, {"window", opt_.window},
-                                 {"copy_texts", copy_texts_}, {"chain_called", chain_called_}};
+                                 {"copy_texts", copy_texts_}, {"chain_called", chain_called_},
+                                 {"request_starts", request_starts_}, {"request", request_},
+                                 {"record_ids", record_id_values_}};
   const std::string h = head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string out(kSessionMagic, sizeof kSessionMagic);
   const uint64_t hn = h.size();
@@ -1247,6 +1260,29 @@ void Session::Restore(const std::string& path) {
   if (head.contains("chain_called") && head["chain_called"].is_array()) {
     for (const auto& t : head["chain_called"])
       if (t.is_number_unsigned() && t.get<uint64_t>() < tools_.size()) chain_called_.push_back(t.get<uint32_t>());
+  }
+  // The request's ranking, words and named record: a tool result right after
+  // Restore is decoded as it would have been without the save.
+  request_ = head.value("request", std::string());
+  if (!request_.empty()) {
+    SelectTools(request_);  // (tool_scores_; the active tools are the saved ones)
+    request_terms_ = LexicalTerms(request_);
+    ScoreEnumValues();
+  }
+  record_id_values_.clear();
+  if (head.contains("record_ids") && head["record_ids"].is_array()) {
+    for (const auto& t : head["record_ids"])
+      if (t.is_string()) record_id_values_.push_back(t.get<std::string>());
+  }
+  request_starts_.clear();
+  if (head.contains("request_starts") && head["request_starts"].is_array()) {
+    for (const auto& t : head["request_starts"])
+      if (t.is_number_integer()) request_starts_.push_back(t.get<int64_t>());
+  }
+  // (The window floor is the session's, not the cache's: set again here.)
+  if (state_ && !request_starts_.empty() && opt_.window_requests > 0) {
+    while (request_starts_.size() > opt_.window_requests) request_starts_.erase(request_starts_.begin());
+    state_->cache().SetWindowFloor(std::min(request_starts_.front(), state_->cache().tokens()));
   }
   last_type_ = static_cast<EnvelopeType>(std::clamp(head.value("last_type", 1), 0, 3));
 }

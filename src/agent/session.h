@@ -50,6 +50,12 @@ struct SessionOptions {
   uint32_t max_think_tokens = 96;   // reasoning budget per turn (the trained reasoning lines are ~20-60 tokens)
   uint32_t max_new_tokens = 256;    // call budget per turn (complete()'s default)
   uint32_t max_input_tokens = 4096; // one turn's text (query or tool result)
+  // How far back the window reaches, in user requests: N > 0 shows the
+  // conversation from the N-th most recent request on (1: the current
+  // request and its tool results only; 2: also the previous request and
+  // what followed it), never more than the W-token window; 0: the whole
+  // window. Older turns stay in the cache but are not attended.
+  uint32_t window_requests = 0;
   uint32_t retrieval_top_k = 5;     // more declared tools than this: retrieval picks this many per query
   std::string tool_index_path;      // optional persistent embeddings (retrieval)
   uint32_t window = 0;              // 0: the archive's effective window
@@ -225,6 +231,8 @@ class Session {
   const std::vector<float>& tool_scores() const { return tool_scores_; }
   // The tokens of the sink block, and of the last turn (context through EOS):
   // together what the confidence head scored (rollouts for its training).
+  // The first conversation token the window shows (window_requests), 0: the whole window.
+  int64_t window_floor() const { return state_ ? state_->cache().window_floor() : 0; }
   const std::vector<int32_t>& sink_ids() const { return sink_ids_; }
   const std::vector<int32_t>& turn_ids() const { return turn_ids_; }
   // Bytes of the cache and scratch (constant while the sinks stay the same).
@@ -327,6 +335,8 @@ class Session {
   std::vector<std::vector<std::string>> tool_terms_;  // [tools] ToolLexicalTerms
   std::vector<float> name_base_;  // [tools] this turn: the naming score before any is spent
   std::vector<uint8_t> takes_id_;  // [tools] TakesAnIdentifier
+  std::string request_;                  // the last user request (Restore ranks it again)
+  std::vector<int64_t> request_starts_;  // cache counter where each of the last window_requests requests began
   bool id_said_ = false;            // a recent text SaysAnIdentifier
   std::vector<float> name_scores_;  // [tools] this turn: score of active tools, -inf otherwise
   // The reasoning's open head (reasoning_names): the texts it may take.

@@ -178,6 +178,47 @@ TEST(Session, SaveRestoreContinuesExactly) {
   EXPECT_THROW(b.Restore(path), Error);
 }
 
+// window_requests: the window shows the conversation from the N-th most
+// recent request on. It changes what the model reads (the same turns with the
+// whole window come out otherwise), and a saved session keeps where its
+// window starts (a tool result right after Restore reads the same window).
+TEST(Session, TheWindowStartsAtARecentRequestAndSurvivesSaveRestore) {
+  auto model = testing::AgentModel(6);
+  const std::string path = ::testing::TempDir() + "/session-window.bin";
+  const char* queries[] = {"play some fado", "turn on the kitchen lights", "wake me at 7", "text mum that I'm on my way"};
+  auto play = [&](uint32_t window_requests, bool save) {
+    SessionOptions o = Small();
+    o.window_requests = window_requests;
+    Session a(model, o);
+    a.SetToolsJson(testing::kFiveTools);
+    std::vector<std::string> out;
+    for (uint32_t i = 0; i < std::size(queries); ++i) {
+      const char* q = queries[i];
+      const Envelope e = a.Query(q);
+      out.push_back(e.Dump().substr(0, e.Dump().find("\"prefill_tps\"")));
+      // Past the sinks once window_requests earlier requests came before.
+      EXPECT_EQ(a.window_floor() > int64_t(a.sink_ids().size()), window_requests > 0 && i >= window_requests) << q;
+      if (e.type == EnvelopeType::kCall) {
+        if (save) a.Save(path);
+        const Envelope r = a.ToolResult(R"({"status":"ok"})");
+        out.push_back(r.Dump().substr(0, r.Dump().find("\"prefill_tps\"")));
+        if (save) {
+          Session b(model, o);
+          b.Restore(path);
+          EXPECT_EQ(b.window_floor(), a.window_floor());
+          const Envelope rb = b.ToolResult(R"({"status":"ok"})");
+          EXPECT_EQ(rb.Dump().substr(0, rb.Dump().find("\"prefill_tps\"")), out.back()) << "after " << q;
+        }
+      }
+    }
+    return out;
+  };
+  const auto whole = play(0, false), recent = play(1, true);
+  EXPECT_NE(whole, recent);
+  EXPECT_EQ(whole[0], recent[0]);  // the first request sees the same either way
+  play(2, true);
+}
+
 TEST(Session, RetrievalPicksFiveAndPersistsTheIndex) {
   auto model = testing::AgentModel(8);
   ordered_json tools = ordered_json::parse(testing::kFiveTools);

@@ -130,7 +130,7 @@ void WindowSinkCache::Restore(std::string_view& in) {
 }
 
 uint32_t WindowSinkCache::window_valid() const {
-  const int64_t beyond = tokens_ - g_.sink_capacity;
+  const int64_t beyond = tokens_ - std::max<int64_t>(g_.sink_capacity, floor_);
   return beyond <= 0 ? 0u : static_cast<uint32_t>(std::min<int64_t>(beyond, g_.window));
 }
 
@@ -192,6 +192,7 @@ const float* WindowSinkCache::EngramValue(uint32_t site, int64_t t) const {
 }
 
 void WindowSinkCache::ResetToSinks() {
+  floor_ = 0;
   if (tokens_ <= g_.sink_capacity) return;
   tokens_ = g_.sink_capacity;
   if (g_.sink_capacity == 0) {

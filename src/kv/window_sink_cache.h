@@ -11,6 +11,7 @@
 // after the sinks) without ever re-rotating a stored key.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -48,6 +49,17 @@ class WindowSinkCache {
   uint32_t sinks_stored() const { return static_cast<uint32_t>(tokens_ < g_.sink_capacity ? tokens_ : g_.sink_capacity); }
   // Valid window slots when the next query is token t (itself included once stored).
   uint32_t window_valid() const;
+  // The oldest conversation token the window shows (a session's choice: the
+  // window may start later than W tokens back, e.g. at the previous request).
+  // Tokens before it stay stored but are not attended; S (the default) and
+  // anything at or below it: the whole window. ResetToSinks clears it.
+  void SetWindowFloor(int64_t t) { floor_ = t; }
+  int64_t window_floor() const { return floor_; }
+  // First visible window token for a query at position P >= S.
+  int64_t WindowFirst(int64_t P) const {
+    const int64_t first = P - int64_t(g_.window) + 1;
+    return std::max<int64_t>({int64_t(g_.sink_capacity), first, floor_});
+  }
 
   // Slot for token t: sink slot t (t < S), else ring slot (t - S) % W.
   bool IsSink(int64_t t) const { return t < g_.sink_capacity; }
@@ -106,6 +118,7 @@ class WindowSinkCache {
   CacheGeometry g_;
   uint32_t groups_ = 0;
   int64_t tokens_ = 0;
+  int64_t floor_ = 0;
   std::vector<int8_t> k_sink_, v_sink_, k_ring_, v_ring_;    // [layers][slots][kv_heads][head_dim]
   std::vector<float> ks_sink_, vs_sink_, ks_ring_, vs_ring_;  // [layers][slots][kv_heads][groups]
   std::vector<float> kf_sink_, vf_sink_, kf_ring_, vf_ring_;  // float_kv mode: [layers][slots][kv_heads][head_dim]

@@ -27,6 +27,27 @@ std::vector<std::vector<float>> Rows() {
   return rows;
 }
 
+// The window floor narrows the window from the old end: the first visible
+// token is the latest of the sinks' end, W back and the floor; a reset clears it.
+TEST(WindowSinkCache, TheFloorNarrowsTheWindow) {
+  CacheGeometry g;
+  g.layers = 1, g.kv_heads = 1, g.head_dim = 32, g.sink_capacity = 4, g.window = 8, g.token_history = 16;
+  WindowSinkCache cache(g);
+  for (int64_t t = 0; t < 20; ++t) cache.Commit(t);
+  EXPECT_EQ(cache.window_valid(), 8u);
+  EXPECT_EQ(cache.WindowFirst(20), 13);  // W back
+  cache.SetWindowFloor(2);               // below the sinks' end: no change
+  EXPECT_EQ(cache.WindowFirst(20), 13);
+  cache.SetWindowFloor(17);
+  EXPECT_EQ(cache.window_valid(), 3u);   // tokens 17, 18, 19
+  EXPECT_EQ(cache.WindowFirst(20), 17);
+  EXPECT_EQ(cache.WindowFirst(30), 23);  // W back passes the floor
+  cache.ResetToSinks();
+  EXPECT_EQ(cache.window_floor(), 0);
+  EXPECT_EQ(cache.window_valid(), 0u);
+  EXPECT_EQ(cache.WindowFirst(5), 4);
+}
+
 TEST(QuantizeKvRow, ScalePerGroupAndRoundHalfEven) {
   for (const auto& x : Rows()) {
     const uint32_t n = static_cast<uint32_t>(x.size()), groups = (n + 31) / 32;

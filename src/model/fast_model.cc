@@ -460,7 +460,7 @@ void FastModel::AttendTokens(DecoderState& st, uint32_t li, uint32_t T, ThreadPo
     const float* v = &s.v[size_t(p) * kv];
     // Visible keys: sinks [0, min(S, P+1)), window tokens [first, P] (P >= S).
     const int64_t n_sink = std::min<int64_t>(S, P + 1);
-    const int64_t first = P >= S ? std::max<int64_t>(S, P - W + 1) : P + 1;
+    const int64_t first = P >= S ? cache.WindowFirst(P) : P + 1;
     const int64_t nw = P >= S ? P - first + 1 : 0;
     const float* rope_w = &s.rope_w[size_t(p) * hd];
     const float* rope_s = &s.rope_s[size_t(p) * hd];
@@ -551,10 +551,10 @@ void FastModel::AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPoo
   };
   ForEachToken(pool, T, prepare);
   // The window sequence: ring keys first0..t0-1 (one or two runs), then the chunk.
-  const int64_t first0 = std::max<int64_t>(S, t0 - W + 1);
+  const int64_t first0 = cache.WindowFirst(t0);
   for (uint32_t p = 0; p < T; ++p) {
     const int64_t P = t0 + p;
-    s.win_begin[p] = static_cast<uint32_t>(std::max<int64_t>(S, P - W + 1) - first0);
+    s.win_begin[p] = static_cast<uint32_t>(cache.WindowFirst(P) - first0);
     s.win_end[p] = static_cast<uint32_t>(P + 1 - first0);
   }
   BlockAttentionJob job{};
@@ -613,7 +613,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
   DecoderState::Scratch& s = *st.s_;
   WindowSinkCache& cache = st.cache_;
   const int64_t t0 = cache.tokens();
-  const int64_t S = cache.geometry().sink_capacity, W = cache.geometry().window;
+  const int64_t S = cache.geometry().sink_capacity;
 
   auto tok = [&](int64_t P) -> int32_t { return P < 0 ? 0 : P >= t0 ? tokens[P - t0] : cache.TokenAt(P); };
 
@@ -684,7 +684,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
   // counter, sink rotation at S + nw - 1 once past the sinks (SPEC §3).
   for (uint32_t p = 0; p < T; ++p) {
     const int64_t P = t0 + p;
-    const int64_t first = P >= S ? std::max<int64_t>(S, P - W + 1) : P + 1;
+    const int64_t first = P >= S ? cache.WindowFirst(P) : P + 1;
     const int64_t nw = P >= S ? P - first + 1 : 0;
     RopeAngles(static_cast<double>(P), inv_freq_.data(), half, &s.rope_w[size_t(p) * hd]);
     RopeAngles(P >= S ? double(S + nw - 1) : double(P), inv_freq_.data(), half, &s.rope_s[size_t(p) * hd]);

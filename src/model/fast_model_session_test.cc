@@ -225,5 +225,50 @@ TEST(FastModel, WindowAboveBudgetRunsAtBudget) {
   }
 }
 
+// A window floor (a session showing only its recent requests) hides the
+// tokens before it: two conversations that differ only there give the same
+// logits after it, bit for bit, in prefill and in decode (the engram hashes
+// read the token history, so the last token_history tokens before the floor
+// are the same in both).
+TEST(FastModel, TheWindowFloorHidesWhatCameBefore) {
+  // head_dim 32: prefill goes through the block attention path too.
+  ModelConfig c = testing::SmallConfig();
+  c.d_model = 128;
+  const CactArchive archive = CactArchive::FromBytes(testing::NonTrivialArchive(c, "4", 21));
+  const FastModel model(archive);
+  const auto ids = RandomTokens(64, c.vocab_size, 9);
+  const uint32_t V = c.vocab_size;
+  auto pick = [&](size_t from, size_t n) {
+    std::vector<int32_t> out(n);
+    for (size_t i = 0; i < n; ++i) out[i] = ids[(from + i) % ids.size()];
+    return out;
+  };
+  const uint32_t history = model.NewState({.sink_length = 5, .window = 64})->cache().geometry().token_history;
+  const std::vector<int32_t> sinks = pick(0, 5), tail = pick(7, history), post = pick(30, 12);
+  auto run = [&](const std::vector<int32_t>& before, bool floor, bool one_by_one) {
+    auto st = model.NewState({.sink_length = 5, .window = 64});
+    std::vector<float> logits(V);
+    model.Forward(*st, sinks, logits.data());
+    model.Forward(*st, before, logits.data());
+    model.Forward(*st, tail, logits.data());
+    if (floor) st->cache().SetWindowFloor(st->cache().tokens());
+    if (one_by_one) {
+      for (size_t p = 0; p < post.size(); ++p) model.Forward(*st, std::span(&post[p], 1), logits.data());
+    } else {
+      model.Forward(*st, post, logits.data());
+    }
+    return logits;
+  };
+  const std::vector<int32_t> a = pick(5, 20), b = pick(25, 20);
+  ASSERT_NE(a, b);
+  for (bool one_by_one : {false, true}) {
+    EXPECT_EQ(run(a, true, one_by_one), run(b, true, one_by_one)) << "one by one " << one_by_one;
+    const std::vector<float> la = run(a, false, one_by_one), lb = run(b, false, one_by_one);
+    float diff = 0;
+    for (uint32_t v = 0; v < V; ++v) diff = std::max(diff, std::fabs(la[v] - lb[v]));
+    EXPECT_GT(diff, 1e-3f) << "without the floor the earlier tokens are seen";
+  }
+}
+
 }  // namespace
 }  // namespace needle
