@@ -66,6 +66,10 @@ needle_session* needle_session_new(needle_model* model, const char* system, cons
                                    const char* tool_index_path); /* NULL on error */
 int needle_session_complete(needle_session* s, const char* text, int max_new_tokens, char* out, int out_capacity);
 int needle_session_pin(needle_session* s, const char* text); /* custom sink span */
+/* From the next request on, the model reads the conversation from the n-th most
+   recent request on (1: the current one; 0, the default: the whole window). A
+   device running one long session of independent requests sets 1. <0 on error. */
+int needle_session_set_window_requests(needle_session* s, int n);
 void needle_session_reset(needle_session* s);
 int needle_session_save(needle_session* s, const char* path);
 int needle_session_restore(needle_session* s, const char* path);

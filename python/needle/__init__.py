@@ -57,6 +57,8 @@ def library():
     lib.needle_session_new.restype = c_void_p
     lib.needle_session_complete.argtypes = [c_void_p, c_char_p, c_int, ctypes.POINTER(ctypes.c_char), c_int]
     lib.needle_session_complete.restype = c_int
+    lib.needle_session_set_window_requests.argtypes = [c_void_p, c_int]
+    lib.needle_session_set_window_requests.restype = c_int
     lib.needle_session_reset.argtypes = [c_void_p]
     lib.needle_session_reset.restype = None
     lib.needle_session_free.argtypes = [c_void_p]
@@ -126,11 +128,17 @@ class Model:
 class Session:
     """An independent session (own tools and cache) on a shared Model."""
 
-    def __init__(self, model, tools, system=None, tool_index_path=None):
+    def __init__(self, model, tools, system=None, tool_index_path=None, window_requests=0):
+        """window_requests: the model reads the conversation from the n-th most
+        recent request on (1: the current one; 0: the whole window)."""
         self._model = model  # keeps the handle alive
         self._h = library().needle_session_new(model._h, _enc(system), _enc(tools), _enc(tool_index_path))
         if not self._h:
             raise _error("needle_session_new", 0)
+        if window_requests:
+            n = library().needle_session_set_window_requests(self._h, int(window_requests))
+            if n < 0:
+                raise _error("needle_session_set_window_requests", n)
 
     def complete(self, text, max_new_tokens=256):
         buf = ctypes.create_string_buffer(_OUT)

@@ -113,6 +113,15 @@ class Abi(unittest.TestCase):
             "a": {"anyOf": [{"type": "string"}]}}}}]).complete("do f", 32)
         self.assertTrue(any("anyOf" in w for w in env.get("warnings", [])), env)
 
+    def test_window_requests(self):
+        model = needle.Model(blob=self.blob)
+        s = needle.Session(model, TOOLS_A, window_requests=1)
+        for q in ["lights in the hall", "alarm at 07:15", "kitchen off"]:
+            env = s.complete(q, 48)
+            self.assertTrue(env["success"], env)
+        with self.assertRaises(needle.NeedleError):
+            needle.Session(model, TOOLS_A, window_requests=-1)
+
     def test_sessions_on_threads(self):
         model = needle.Model(blob=self.blob)
         queries = ["lights in the hall", "alarm at 07:15", "kitchen off"]

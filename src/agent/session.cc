@@ -1141,6 +1141,12 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   return env;
 }
 
+void Session::SetWindowRequests(uint32_t n) {
+  opt_.window_requests = n;
+  // Takes effect at the next request; until then the window stays as it is.
+  while (request_starts_.size() > n) request_starts_.erase(request_starts_.begin());
+}
+
 void Session::Reset() {
   if (state_) state_->cache().ResetToSinks();
   turns_ = 0;

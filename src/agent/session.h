@@ -200,6 +200,8 @@ class Session {
   // block must fit the KV budget beside the window.
   void PinSpan(std::string_view text);
   void ClearPins();
+  // SessionOptions::window_requests for the next turns (0: the whole window).
+  void SetWindowRequests(uint32_t n);
 
   // ---- turns (never throw: failures are error envelopes)
   // The C ABI's rule (SPEC §11): after a `call` envelope the text is that

@@ -208,6 +208,15 @@ int needle_session_complete(needle_session* s, const char* text, int max_new_tok
   });
 }
 
+int needle_session_set_window_requests(needle_session* s, int n) {
+  return Guard([&] {
+    if (!s || !s->session) return Fail(NEEDLE_E_ARGUMENT, "NULL session");
+    if (n < 0) return Fail(NEEDLE_E_ARGUMENT, "needle_session_set_window_requests: n must be 0 or more");
+    s->session->SetWindowRequests(static_cast<uint32_t>(n));
+    return 0;
+  });
+}
+
 int needle_session_pin(needle_session* s, const char* text) {
   return Guard([&] {
     if (!s || !text) return Fail(NEEDLE_E_ARGUMENT, "NULL session or text");
