@@ -1143,8 +1143,8 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
 
 void Session::SetWindowRequests(uint32_t n) {
   opt_.window_requests = n;
-  // Takes effect at the next request; until then the window stays as it is.
   while (request_starts_.size() > n) request_starts_.erase(request_starts_.begin());
+  if (n == 0 && state_) state_->cache().SetWindowFloor(0);
 }
 
 void Session::Reset() {

@@ -200,7 +200,8 @@ class Session {
   // block must fit the KV budget beside the window.
   void PinSpan(std::string_view text);
   void ClearPins();
-  // SessionOptions::window_requests for the next turns (0: the whole window).
+  // SessionOptions::window_requests from the next request on; 0 (the whole
+  // window) takes effect at once.
   void SetWindowRequests(uint32_t n);
 
   // ---- turns (never throw: failures are error envelopes)
@@ -231,10 +232,10 @@ class Session {
   // The contrastive head's similarity of the last query to each declared tool
   // (empty when not computed: no head, or neither retrieval nor the naming bias needed it).
   const std::vector<float>& tool_scores() const { return tool_scores_; }
-  // The tokens of the sink block, and of the last turn (context through EOS):
-  // together what the confidence head scored (rollouts for its training).
   // The first conversation token the window shows (window_requests), 0: the whole window.
   int64_t window_floor() const { return state_ ? state_->cache().window_floor() : 0; }
+  // The tokens of the sink block, and of the last turn (context through EOS):
+  // together what the confidence head scored (rollouts for its training).
   const std::vector<int32_t>& sink_ids() const { return sink_ids_; }
   const std::vector<int32_t>& turn_ids() const { return turn_ids_; }
   // Bytes of the cache and scratch (constant while the sinks stay the same).

@@ -217,6 +217,15 @@ TEST(Session, TheWindowStartsAtARecentRequestAndSurvivesSaveRestore) {
   EXPECT_NE(whole, recent);
   EXPECT_EQ(whole[0], recent[0]);  // the first request sees the same either way
   play(2, true);
+  // Back to the whole window: at once, not only from the next request.
+  SessionOptions o = Small();
+  o.window_requests = 1;
+  Session s(model, o);
+  s.SetToolsJson(testing::kFiveTools);
+  s.Query(queries[0]), s.Query(queries[1]);
+  EXPECT_GT(s.window_floor(), int64_t(s.sink_ids().size()));
+  s.SetWindowRequests(0);
+  EXPECT_EQ(s.window_floor(), 0);
 }
 
 TEST(Session, RetrievalPicksFiveAndPersistsTheIndex) {
