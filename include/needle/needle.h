@@ -70,6 +70,10 @@ int needle_session_pin(needle_session* s, const char* text); /* custom sink span
    recent request on (1: the current one; 0, the default: the whole window). A
    device running one long session of independent requests sets 1. <0 on error. */
 int needle_session_set_window_requests(needle_session* s, int n);
+/* From the next turn on, the reasoning is the best of n hypotheses of a beam
+   search (1: greedy, the fastest; 2, the default: more exact calls for about
+   1.5x the decoding time; at most 8). <0 on error. */
+int needle_session_set_reasoning_beams(needle_session* s, int n);
 void needle_session_reset(needle_session* s);
 int needle_session_save(needle_session* s, const char* path);
 int needle_session_restore(needle_session* s, const char* path);

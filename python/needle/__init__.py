@@ -59,6 +59,8 @@ def library():
     lib.needle_session_complete.restype = c_int
     lib.needle_session_set_window_requests.argtypes = [c_void_p, c_int]
     lib.needle_session_set_window_requests.restype = c_int
+    lib.needle_session_set_reasoning_beams.argtypes = [c_void_p, c_int]
+    lib.needle_session_set_reasoning_beams.restype = c_int
     lib.needle_session_reset.argtypes = [c_void_p]
     lib.needle_session_reset.restype = None
     lib.needle_session_free.argtypes = [c_void_p]
@@ -128,9 +130,11 @@ class Model:
 class Session:
     """An independent session (own tools and cache) on a shared Model."""
 
-    def __init__(self, model, tools, system=None, tool_index_path=None, window_requests=0):
+    def __init__(self, model, tools, system=None, tool_index_path=None, window_requests=0, reasoning_beams=None):
         """window_requests: the model reads the conversation from the n-th most
-        recent request on (1: the current one; 0: the whole window)."""
+        recent request on (1: the current one; 0: the whole window).
+        reasoning_beams: the reasoning is the best of n beam search hypotheses
+        (1: greedy; None: the engine's default, 2)."""
         self._model = model  # keeps the handle alive
         self._h = library().needle_session_new(model._h, _enc(system), _enc(tools), _enc(tool_index_path))
         if not self._h:
@@ -139,6 +143,10 @@ class Session:
             n = library().needle_session_set_window_requests(self._h, int(window_requests))
             if n < 0:
                 raise _error("needle_session_set_window_requests", n)
+        if reasoning_beams is not None:
+            n = library().needle_session_set_reasoning_beams(self._h, int(reasoning_beams))
+            if n < 0:
+                raise _error("needle_session_set_reasoning_beams", n)
 
     def complete(self, text, max_new_tokens=256):
         buf = ctypes.create_string_buffer(_OUT)

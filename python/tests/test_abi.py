@@ -122,6 +122,16 @@ class Abi(unittest.TestCase):
         with self.assertRaises(needle.NeedleError):
             needle.Session(model, TOOLS_A, window_requests=-1)
 
+    def test_reasoning_beams(self):
+        model = needle.Model(blob=self.blob)
+        for beams in (1, 3):
+            s = needle.Session(model, TOOLS_A, reasoning_beams=beams)
+            env = s.complete("lights in the hall", 48)
+            self.assertTrue(env["success"], env)
+        for bad in (0, 9):
+            with self.assertRaises(needle.NeedleError):
+                needle.Session(model, TOOLS_A, reasoning_beams=bad)
+
     def test_sessions_on_threads(self):
         model = needle.Model(blob=self.blob)
         queries = ["lights in the hall", "alarm at 07:15", "kitchen off"]

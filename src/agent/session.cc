@@ -41,6 +41,8 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : m
   if (!(opt_.date_time_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: date_time_bias must be >= 0 (0 turns it off)");
   if (!(opt_.enum_word_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: enum_word_bias must be >= 0 (0 turns it off)");
   if (!(opt_.copy_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: copy_bias must be >= 0 (0 turns copying off)");
+  if (opt_.reasoning_beams < 1 || opt_.reasoning_beams > SessionOptions::kMaxReasoningBeams)
+    throw Error(ErrorCode::kInvalidArgument, "session: reasoning_beams must be 1 to " + std::to_string(SessionOptions::kMaxReasoningBeams));
   if (opt_.threads > 1) pool_ = std::make_unique<ThreadPool>(opt_.threads);
   const Tokenizer& tok = model_->tokenizer();
   const int32_t V = static_cast<int32_t>(model_->config().vocab_size);
@@ -187,11 +189,15 @@ void Session::AddTool(const nlohmann::ordered_json& schema, ToolFn fn) {
   Bind(schema["name"].get<std::string>(), std::move(fn));
 }
 
-uint64_t Session::state_bytes() const { return state_ ? state_->bytes() : 0; }
+uint64_t Session::state_bytes() const {
+  uint64_t bytes = state_ ? state_->bytes() : 0;
+  for (const BeamSlot& slot : beam_slots_) bytes += slot.state ? slot.state->bytes() : 0;
+  return bytes;
+}
 
 void Session::Feed(std::span<const int32_t> ids, bool want_logits) {
   if (ids.empty()) return;
-  model_->fast().Forward(*state_, ids, want_logits ? logits_.data() : nullptr, false, pool_.get());
+  model_->fast().Forward(decoding_ ? *decoding_ : *state_, ids, want_logits ? logits_.data() : nullptr, false, pool_.get());
 }
 
 bool EndsInLoop(std::span<const int32_t> ids) {
@@ -524,16 +530,51 @@ void Session::OpenToolHeads(bool name_bias, std::string_view lead, bool after_re
   reason_heads_.push_back({kQuote, refusal, ReasonHead::kFixed, 0});
 }
 
-bool Session::OpenKeyHeads(uint32_t tool) {
+bool Session::OpenKeyHeads(uint32_t tool, uint64_t planned) {
   const grammar::ToolGrammar& g = matcher_->grammar();
   reason_heads_.clear();
   head_lead_ = " ";  // "-> key"
   if (tool >= g.tools().size()) return false;
-  for (const std::string& key : g.nodes[g.tools()[tool].args].prop_names) reason_heads_.push_back({key, 0.0f, ReasonHead::kKey, tool});
+  // A call takes each key once: a second span for a key the segment planned
+  // already is a span meant for another key (or none).
+  const std::vector<std::string>& keys = g.nodes[g.tools()[tool].args].prop_names;
+  for (uint32_t pass = 0; pass < 2 && reason_heads_.empty(); ++pass) {
+    for (uint32_t i = 0; i < keys.size(); ++i) {
+      if (pass == 0 && i < 64 && ((planned >> i) & 1)) continue;
+      reason_heads_.push_back({keys[i], 0.0f, ReasonHead::kKey, tool, i});
+    }
+  }
   return !reason_heads_.empty();
 }
 
-int32_t Session::PickReasoningHead(std::string_view written, bool* open, int32_t* tool) {
+void Session::StepCandidates::Reset(uint32_t capacity, bool with_log_probs) {
+  n = 0, cap = std::clamp<uint32_t>(capacity, 1, SessionOptions::kMaxReasoningBeams), log_probs = with_log_probs;
+  top = -INFINITY, sum = 0.0;
+}
+
+void Session::StepCandidates::Add(int32_t id, float value, bool head_done, int32_t tool, int32_t key) {
+  if (log_probs) {
+    if (value > top) {
+      sum = (top == -INFINITY ? 0.0 : sum * std::exp(top - value)) + 1.0;
+      top = value;
+    } else {
+      sum += std::exp(double(value) - top);
+    }
+  }
+  if (n == cap && !(value > at[n - 1].value)) return;
+  // Sorted insert, best first; an equal value goes after (the first one met wins ties, as an argmax).
+  uint32_t i = n < cap ? n++ : n - 1;
+  for (; i > 0 && at[i - 1].value < value; --i) at[i] = at[i - 1];
+  at[i] = {id, value, head_done, tool, key};
+}
+
+void Session::ReasoningCursor::Clear() {
+  think.clear(), bytes.clear();
+  span = {};
+  head_start = 0, head_open = false, plan_tool = -1, planned_keys = 0, last = -1, finished = false, score = 0.0;
+}
+
+void Session::HeadCandidates(std::string_view written, StepCandidates& out) {
   const Tokenizer& tok = model_->tokenizer();
   // Each head with each of its separators ("name:" / "name ", "key;" / "key ",
   // a fixed phrase alone) that `written` still fits, once per step; a token
@@ -563,10 +604,6 @@ int32_t Session::PickReasoningHead(std::string_view written, bool* open, int32_t
       }
     }
   }
-  int32_t best = -1;
-  float best_v = -INFINITY;
-  const ReasonHead* best_head = nullptr;
-  bool best_done = false;
   for (size_t w = 0; w < text_mask_.size(); ++w) {
     for (uint32_t bits = text_mask_[w]; bits; bits &= bits - 1) {
       const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
@@ -607,17 +644,231 @@ int32_t Session::PickReasoningHead(std::string_view written, bool* open, int32_t
         bonus = h.bonus;
       }
       if (!fits) continue;
-      const float v = logits_[size_t(id)] + bonus;
-      if (v > best_v) best_v = v, best = id, best_done = done, best_head = fits;
+      out.Add(id, logits_[size_t(id)] + bonus, done, done && fits->kind == ReasonHead::kTool ? int32_t(fits->tool) : -1,
+              done && fits->kind == ReasonHead::kKey ? int32_t(fits->key) : -1);
     }
   }
-  if (best < 0) {  // (no text token starts a head: not expected with a real vocabulary)
-    *open = false;
-    return Argmax(text_mask_.data());
+  if (out.n == 0) {  // (no text token starts a head: not expected with a real vocabulary) free text, the head closed
+    for (size_t w = 0; w < text_mask_.size(); ++w) {
+      for (uint32_t bits = text_mask_[w]; bits; bits &= bits - 1) {
+        const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
+        if (size_t(id) < logits_.size()) out.Add(id, logits_[size_t(id)], true, -1);
+      }
+    }
   }
-  *open = !best_done;
-  if (best_done && best_head->kind == ReasonHead::kTool) *tool = int32_t(best_head->tool);
-  return best;
+}
+
+void Session::ReasoningCandidates(const ReasoningCursor& c, StepCandidates& out) {
+  // A quoted span of the reasoning ("'span' -> key") is a copy of the
+  // conversation whenever one fits (with copy_bias > 0): the plan's values
+  // are what the call copies next.
+  bool copying = false;
+  if (opt_.copy_bias > 0.0f && c.span.open &&
+      grammar::MarkCopyTokens(*model_->trie(), copy_source_, c.span.state, c.span.nonempty, "'", grammar::CopySource::End::kWord,
+                               copy_mask_, copy_walk_)) {
+    for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= text_mask_[w]) != 0;
+    if (copying && opt_.exact_case) {
+      const size_t quote = c.bytes.rfind('\'');
+      KeepExactCase(std::string_view(c.bytes).substr(quote == std::string::npos ? c.bytes.size() : quote + 1), '\'');
+    }
+  }
+  if (c.head_open) return HeadCandidates(std::string_view(c.bytes).substr(c.head_start), out);
+  const uint32_t* allowed = copying ? copy_mask_.data() : text_mask_.data();
+  for (size_t w = 0; w < mask_.size(); ++w) {
+    for (uint32_t bits = allowed[w]; bits; bits &= bits - 1) {
+      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
+      if (size_t(id) < logits_.size()) out.Add(id, logits_[size_t(id)], false, -1);
+    }
+  }
+}
+
+void Session::AdvanceReasoning(ReasoningCursor& c, const StepCandidate* k, double lp, const ReasoningRules& rules) {
+  c.last = k ? k->id : -1;
+  c.score += lp;
+  if (!k || k->id == int32_t(kThinkEndId)) {
+    c.finished = true;
+    return;
+  }
+  if (c.head_open) {
+    c.head_open = !k->head_done;
+    if (k->head_done && k->tool >= 0) c.plan_tool = k->tool;
+    if (k->head_done && k->key >= 0 && k->key < 64) c.planned_keys |= uint64_t(1) << k->key;
+  }
+  const std::string_view piece = model_->tokenizer().TokenBytes(k->id);
+  c.think.push_back(k->id);
+  c.bytes.append(piece);
+  c.span.Feed(copy_source_, piece);
+  auto ends_with = [&](std::string_view tail) {
+    return c.bytes.size() >= tail.size() && c.bytes.compare(c.bytes.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  // The plan's heads ("name: 'span' -> key | name2: ..."). (Tokens carry the
+  // space before a word: the heads after " |" and "->" start with it.)
+  if (rules.plan_heads && !c.head_open && !c.span.open) {
+    if (ends_with(" |")) {
+      // The next call's plan: the tool planned already gets no push (as in SpendNameScore).
+      if (rules.name_bias && c.plan_tool >= 0) SpendNameScore(c.plan_tool);
+      c.head_open = true, c.head_start = c.bytes.size(), c.plan_tool = -1, c.planned_keys = 0;
+      OpenToolHeads(rules.name_bias, " ", rules.after_result);
+    } else if (c.plan_tool >= 0 && ends_with("->") && OpenKeyHeads(uint32_t(c.plan_tool), c.planned_keys)) {
+      c.head_open = true, c.head_start = c.bytes.size();  // "'span' -> key": one of the tool's keys
+    }
+  }
+  Feed(std::span<const int32_t>(&k->id, 1), true);
+  c.finished = c.think.size() >= opt_.max_think_tokens || EndsInLoop(c.think);
+}
+
+void Session::SwapHypothesis(BeamSlot& slot) {
+  decoding_ = decoding_ == slot.state.get() ? state_.get() : slot.state.get();
+  logits_.swap(slot.logits);
+  std::swap(confidence_pool_, slot.pool);
+  reason_heads_.swap(slot.heads);
+  std::swap(head_lead_, slot.head_lead);
+  name_scores_.swap(slot.name_scores);
+  name_spent_.swap(slot.name_spent);
+  std::swap(reasoning_, slot.cursor);
+}
+
+void Session::CopyHypothesis(const BeamSlot& from, BeamSlot& to) {
+  // (Assignments into vectors that have grown once: no allocation.)
+  to.state->CopyFrom(*from.state, /*with_sinks=*/false);
+  to.logits = from.logits;
+  to.pool = from.pool;
+  to.heads = from.heads;
+  to.head_lead = from.head_lead;
+  to.name_scores = from.name_scores;
+  to.name_spent = from.name_spent;
+  to.cursor.think = from.cursor.think;
+  to.cursor.bytes = from.cursor.bytes;
+  to.cursor.span = from.cursor.span;
+  to.cursor.head_start = from.cursor.head_start, to.cursor.head_open = from.cursor.head_open;
+  to.cursor.plan_tool = from.cursor.plan_tool, to.cursor.planned_keys = from.cursor.planned_keys, to.cursor.last = from.cursor.last;
+  to.cursor.finished = from.cursor.finished, to.cursor.score = from.cursor.score;
+}
+
+void Session::PrepareBeamSlots() {
+  const uint32_t beams = std::min(opt_.reasoning_beams, SessionOptions::kMaxReasoningBeams);
+  if (beam_epoch_ == sink_epoch_ && beam_slots_.size() == beams) return;
+  beam_slots_.clear();  // (the old states go before the new ones are allocated)
+  beam_slots_.resize(beams);
+  for (BeamSlot& slot : beam_slots_) {
+    // (Chunks of one token: a hypothesis is only ever fed one at a time.)
+    slot.state = model_->fast().NewState({state_->sink_length(), opt_.window, 1, false});
+    slot.state->CopyFrom(*state_);  // the sink rows, which every later copy skips
+    slot.logits.assign(logits_.size(), 0.0f);
+    slot.pool = confidence_pool_;
+    slot.cursor.think.reserve(opt_.max_think_tokens);
+    slot.cursor.bytes.reserve(size_t(opt_.max_think_tokens) * 8);
+  }
+  slot_steps_.resize(beams);
+  expansions_.reserve(size_t(beams) * (beams + 1));  // each live hypothesis: `beams` tokens, or itself finished
+  beam_epoch_ = sink_epoch_;
+}
+
+void Session::Reason(const ReasoningRules& rules) {
+  const uint32_t beams = std::min(opt_.reasoning_beams, SessionOptions::kMaxReasoningBeams);
+  reasoning_.Clear();
+  reasoning_.finished = opt_.max_think_tokens == 0;
+  reasoning_.head_open = rules.plan_heads;
+  if (rules.plan_heads) OpenToolHeads(rules.name_bias, "", rules.after_result);
+  if (beams <= 1) {  // greedy
+    while (!reasoning_.finished) {
+      step_.Reset(1, false);
+      ReasoningCandidates(reasoning_, step_);
+      AdvanceReasoning(reasoning_, step_.n ? &step_.at[0] : nullptr, 0.0, rules);
+    }
+    return;
+  }
+  // Beam search: `live` slots hold the hypotheses (finished ones included);
+  // each step every unfinished one offers its `beams` best tokens, and the
+  // `beams` best continuations survive, until all of them are finished.
+  PrepareBeamSlots();
+  for (BeamSlot& slot : beam_slots_) slot.state->AttachPools(model_->confidence() ? confidence_pools_ : nullptr, 1);
+  {  // slot 0: this turn so far
+    BeamSlot& first = beam_slots_[0];
+    first.state->CopyFrom(*state_, /*with_sinks=*/false);
+    first.logits = logits_, first.pool = confidence_pool_, first.heads = reason_heads_, first.head_lead = head_lead_;
+    first.name_scores = name_scores_, first.name_spent = name_spent_;
+    first.cursor.Clear();
+    first.cursor.finished = reasoning_.finished, first.cursor.head_open = reasoning_.head_open;
+  }
+  uint32_t live[SessionOptions::kMaxReasoningBeams], num_live = 1;
+  live[0] = 0;
+  uint32_t free_slots[SessionOptions::kMaxReasoningBeams];
+  for (;;) {
+    expansions_.clear();
+    for (uint32_t j = 0; j < num_live; ++j) {
+      BeamSlot& slot = beam_slots_[live[j]];
+      if (slot.cursor.finished) {
+        expansions_.push_back({live[j], -1, slot.cursor.score});
+        continue;
+      }
+      StepCandidates& step = slot_steps_[live[j]];
+      step.Reset(beams, true);
+      SwapHypothesis(slot);
+      ReasoningCandidates(reasoning_, step);
+      SwapHypothesis(slot);
+      if (step.n == 0) {  // (nothing allowed: not expected) the hypothesis ends here
+        slot.cursor.finished = true, slot.cursor.last = -1;
+        expansions_.push_back({live[j], -1, slot.cursor.score});
+      }
+      for (uint32_t k = 0; k < step.n; ++k) expansions_.push_back({live[j], int32_t(k), slot.cursor.score + step.LogProb(k)});
+    }
+    // Ranked by log-probability per token (a sum would favour the shortest
+    // plans: dropped arguments, refusals), a reasoning cut short (budget,
+    // loop) after every other; ties keep the earlier one.
+    for (BeamExpansion& e : expansions_) {
+      const ReasoningCursor& c = beam_slots_[e.slot].cursor;
+      const bool closed = e.k >= 0 || c.last == int32_t(kThinkEndId);
+      e.key = e.score / double(std::max<size_t>(c.think.size() + (closed ? 1 : 0), 1));
+      if (!closed) e.key -= 1e9;
+    }
+    for (size_t i = 1; i < expansions_.size(); ++i) {  // (insertion sort: a few dozen entries, no allocation)
+      const BeamExpansion e = expansions_[i];
+      size_t j = i;
+      for (; j > 0 && expansions_[j - 1].key < e.key; --j) expansions_[j] = expansions_[j - 1];
+      expansions_[j] = e;
+    }
+    if (expansions_.size() > beams) expansions_.resize(beams);
+    bool unfinished = false;
+    for (const BeamExpansion& e : expansions_) unfinished |= e.k >= 0;
+    if (!unfinished) {  // every survivor is finished: the best one wins
+      BeamSlot& best = beam_slots_[expansions_[0].slot];
+      SwapHypothesis(best);
+      decoding_ = nullptr;
+      state_->CopyFrom(*best.state, /*with_sinks=*/false);
+      break;
+    }
+    // Slots: a parent's first continuation (or its carried finished
+    // hypothesis) keeps its slot, later ones take free slots as copies of
+    // the parent, made before any parent moves on.
+    bool used[SessionOptions::kMaxReasoningBeams] = {};
+    for (const BeamExpansion& e : expansions_) used[e.slot] = true;
+    uint32_t num_free = 0;
+    for (uint32_t i = 0; i < beams; ++i)
+      if (!used[i]) free_slots[num_free++] = i;
+    bool claimed[SessionOptions::kMaxReasoningBeams] = {};
+    uint32_t target[SessionOptions::kMaxReasoningBeams];
+    for (size_t x = 0; x < expansions_.size(); ++x) {
+      const uint32_t parent = expansions_[x].slot;
+      if (!claimed[parent]) {
+        claimed[parent] = true, target[x] = parent;
+      } else {
+        target[x] = free_slots[--num_free];
+        CopyHypothesis(beam_slots_[parent], beam_slots_[target[x]]);
+      }
+    }
+    num_live = 0;
+    for (size_t x = 0; x < expansions_.size(); ++x) {
+      const BeamExpansion& e = expansions_[x];
+      BeamSlot& slot = beam_slots_[target[x]];
+      live[num_live++] = target[x];
+      if (e.k < 0) continue;
+      const StepCandidates& step = slot_steps_[e.slot];
+      SwapHypothesis(slot);
+      AdvanceReasoning(reasoning_, &step.at[e.k], step.LogProb(uint32_t(e.k)), rules);
+      SwapHypothesis(slot);
+    }
+  }
 }
 
 void Session::KeepExactCase(std::string_view content, char quote) {
@@ -786,10 +1037,10 @@ void Session::PrepareSinks(std::string_view query, double* prefill_seconds, uint
   enc.BeginSession(p, facts, RenderToolsJson(chosen));
   state_.reset();  // the old cache goes before the new one is allocated
   state_ = model_->fast().NewState({p.sink_length, opt_.window, 32, false});
-  ProbePool* pools[1] = {&confidence_pool_};
+  ++sink_epoch_;
   if (model_->confidence()) {
     confidence_pool_.Reset();
-    state_->AttachPools(pools, 1);
+    state_->AttachPools(confidence_pools_, 1);
   }
   Feed(p.ids, false);
   state_->AttachPools(nullptr, 0);
@@ -881,10 +1132,9 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   }
 
   const bool scored = model_->confidence() != nullptr;
-  ProbePool* pools[1] = {&confidence_pool_};
   if (scored) {
     confidence_pool_ = confidence_at_sinks_;  // the head scores the sink block plus this turn
-    state_->AttachPools(pools, 1);
+    state_->AttachPools(confidence_pools_, 1);
   }
   turn_ids_.clear();
   turn_ids_.reserve(ids.size() + opt_.max_think_tokens + call_budget + 64);  // no growth while decoding
@@ -908,63 +1158,18 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   if (kind == TurnKind::kQuery) chain_called_.clear();
   if (name_bias) ResetNameScores();
 
-  // ---- free reasoning
-  t = Clock::now();
-  std::vector<int32_t> think;
-  int32_t next = -1;
-  // A quoted span of the reasoning ("'span' -> key") is a copy of the
-  // conversation whenever one fits (with copy_bias > 0): the plan's values
-  // are what the call copies next.
-  ReasoningSpan span;
-  // The reasoning's plan starts with the tool it means ("name: 'span' -> key",
-  // "name needs ...") or a refusal: with reasoning_names, its head is a
-  // declared tool's name under the call's naming preference, "no declared
+  // ---- the reasoning: its plan starts with the tool it means ("name: 'span'
+  // -> key", "name needs ...") or a refusal: with reasoning_names, its head is
+  // a declared tool's name under the call's naming preference, "no declared
   // tool" or a quote (after a tool result: "done", "request complete", ...);
   // again after " | " (the next call's plan).
-  std::string reasoning_bytes;
-  reasoning_bytes.reserve(size_t(opt_.max_think_tokens) * 8);
-  size_t head_start = 0;
-  const bool after_result = kind != TurnKind::kQuery;
-  const bool plan_heads = opt_.reasoning_names && !active_.empty();
-  bool head_open = plan_heads;
-  int32_t plan_tool = -1;  // the tool the current plan segment names
-  if (plan_heads) OpenToolHeads(name_bias, "", after_result);
-  for (uint32_t i = 0; i < opt_.max_think_tokens; ++i) {
-    bool copying = false;
-    if (opt_.copy_bias > 0.0f && span.open &&
-        grammar::MarkCopyTokens(*model_->trie(), copy_source_, span.state, span.nonempty, "'", grammar::CopySource::End::kWord,
-                                 copy_mask_, copy_walk_)) {
-      for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= text_mask_[w]) != 0;
-      if (copying && opt_.exact_case) {
-        const size_t quote = reasoning_bytes.rfind('\'');
-        KeepExactCase(std::string_view(reasoning_bytes).substr(quote == std::string::npos ? reasoning_bytes.size() : quote + 1), '\'');
-      }
-    }
-    next = head_open ? PickReasoningHead(std::string_view(reasoning_bytes).substr(head_start), &head_open, &plan_tool)
-                     : Argmax(copying ? copy_mask_.data() : text_mask_.data());
-    if (next < 0 || next == int32_t(kThinkEndId)) break;
-    think.push_back(next);
-    reasoning_bytes.append(tok.TokenBytes(next));
-    span.Feed(copy_source_, tok.TokenBytes(next));
-    auto ends_with = [&](std::string_view tail) {
-      return reasoning_bytes.size() >= tail.size() && reasoning_bytes.compare(reasoning_bytes.size() - tail.size(), tail.size(), tail) == 0;
-    };
-    // (Tokens carry the space before a word: the heads after " |" and "->" start with it.)
-    if (plan_heads && !head_open && !span.open) {
-      if (ends_with(" |")) {
-        // The next call's plan: the tool planned already gets no push (as in SpendNameScore).
-        if (name_bias && plan_tool >= 0) SpendNameScore(plan_tool);
-        head_open = true, head_start = reasoning_bytes.size(), plan_tool = -1;
-        OpenToolHeads(name_bias, " ", after_result);
-      } else if (plan_tool >= 0 && ends_with("->") && OpenKeyHeads(uint32_t(plan_tool))) {
-        head_open = true, head_start = reasoning_bytes.size();  // "'span' -> key": one of the tool's keys
-      }
-    }
-    turn_ids_.push_back(next);
-    Feed(std::span<const int32_t>(&next, 1), true);
-    ++decode_n;
-    if (EndsInLoop(think)) break;
-  }
+  t = Clock::now();
+  Reason({name_bias, kind != TurnKind::kQuery, opt_.reasoning_names && !active_.empty()});
+  for (BeamSlot& slot : beam_slots_) slot.state->AttachPools(nullptr, 0);
+  const std::vector<int32_t>& think = reasoning_.think;
+  const int32_t next = reasoning_.last;
+  turn_ids_.insert(turn_ids_.end(), think.begin(), think.end());
+  decode_n += think.size();
   // </think>, the newline and <tool_call> exactly as the training target spells them.
   // (EncodeContinuation clears its output: the newline is encoded on its own.)
   std::vector<int32_t> bridge;
@@ -1147,6 +1352,15 @@ void Session::SetWindowRequests(uint32_t n) {
   if (n == 0 && state_) state_->cache().SetWindowFloor(0);
 }
 
+void Session::SetReasoningBeams(uint32_t n) {
+  if (n < 1 || n > SessionOptions::kMaxReasoningBeams) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "session: reasoning_beams must be 1 to " + std::to_string(SessionOptions::kMaxReasoningBeams));
+  }
+  opt_.reasoning_beams = n;
+  if (n == 1) beam_slots_.clear();  // (their states' memory goes back)
+}
+
 void Session::Reset() {
   if (state_) state_->cache().ResetToSinks();
   turns_ = 0;
@@ -1241,6 +1455,7 @@ void Session::Restore(const std::string& path) {
   sinks_dirty_ = true;
   if (head.value("has_state", false)) {
     state_ = model_->fast().NewState({head.value("sink_length", 0u), opt_.window, 32, false});
+    ++sink_epoch_;
     state_->cache().Restore(v);
     if (model_->confidence()) confidence_at_sinks_.Restore(v);
     active_ = head["active"].get<std::vector<uint32_t>>();

@@ -154,6 +154,19 @@ struct SessionOptions {
   // play_track(track_id) and search_tracks(query) is the search. 0: off.
   float unsaid_id_penalty = kDefaultUnsaidIdPenalty;
   static constexpr float kDefaultUnsaidIdPenalty = 0.6f;
+  // Reasoning search: the reasoning (the turn's plan: which tool, which
+  // spans of the request go to which keys) is the best of reasoning_beams
+  // hypotheses kept by a beam search under the same heads, copy rules and
+  // biases as greedy decoding, ranked by their tokens' mean log-probability
+  // under that distribution; the call then follows the chosen plan greedily. Greedy reasoning commits to its first token (a
+  // tool, a refusal, a span's first word) and in most wrong turns the model
+  // rates the right whole reasoning above the one greedy wrote. 1: greedy.
+  // Each hypothesis holds a copy of the decoder state (memory:
+  // (reasoning_beams + 1) x the state's bytes), and a reasoning token costs
+  // up to reasoning_beams forward passes. At most kMaxReasoningBeams.
+  uint32_t reasoning_beams = kDefaultReasoningBeams;
+  static constexpr uint32_t kDefaultReasoningBeams = 2;
+  static constexpr uint32_t kMaxReasoningBeams = 8;
 };
 
 // The quoted spans of the reasoning ("name: 'span' -> key"): a span opens
@@ -203,6 +216,8 @@ class Session {
   // SessionOptions::window_requests from the next request on; 0 (the whole
   // window) takes effect at once.
   void SetWindowRequests(uint32_t n);
+  // SessionOptions::reasoning_beams from the next turn on (1 to kMaxReasoningBeams).
+  void SetReasoningBeams(uint32_t n);
 
   // ---- turns (never throw: failures are error envelopes)
   // The C ABI's rule (SPEC §11): after a `call` envelope the text is that
@@ -282,12 +297,15 @@ class Session {
   // up to a closing `quote`) as a recent text writes it, case and all, when
   // there are any (exact_case).
   void KeepExactCase(std::string_view content, char quote);
-  bool OpenKeyHeads(uint32_t tool);  // false when the tool has no keys
-  // The reasoning's next token while a head is open: only tokens that keep
+  // The planned tool's keys, less those this plan segment gave a span already
+  // (`planned`, a bit per property index; all of them when none is left).
+  bool OpenKeyHeads(uint32_t tool, uint64_t planned);  // false when the tool has no keys
+  // The reasoning's next tokens while a head is open: only tokens that keep
   // `written` (the head so far) a prefix of one of reason_heads_ (and its
-  // separator), with its bias; *open = false once one is complete, and then
-  // *tool = the tool a plan head named.
-  int32_t PickReasoningHead(std::string_view written, bool* open, int32_t* tool);
+  // separator), with its bias; each says whether it completes a head and
+  // which tool a completed plan head named.
+  struct StepCandidates;
+  void HeadCandidates(std::string_view written, StepCandidates& out);
   // The copy source from the facts, pins and the recent turn texts.
   void RememberTurnText(std::string_view text);
   // The values the conversation says that fit `node` (nullptr when none):
@@ -325,12 +343,14 @@ class Session {
 
   // Cache and per-turn state.
   std::unique_ptr<DecoderState> state_;
+  DecoderState* decoding_ = nullptr;  // what Feed feeds: state_ (null), or a beam search hypothesis's
   bool sinks_dirty_ = true;         // setup changed since the sinks were built
   std::vector<uint32_t> active_;    // tools in the sink block
   uint32_t turns_ = 0;              // turns since the sinks (0: next query is the first)
   EnvelopeType last_type_ = EnvelopeType::kRefuse;
   std::unique_ptr<DecoderState> embed_state_;  // retrieval embeddings (no sinks)
   ProbePool confidence_pool_, confidence_at_sinks_, contrastive_pool_;
+  ProbePool* confidence_pools_[1] = {&confidence_pool_};  // attached to the decoding state(s) for a turn
 
   std::vector<int32_t> sink_ids_, turn_ids_;
   std::vector<float> tool_scores_;  // [tools] for the last query (empty: none)
@@ -348,8 +368,84 @@ class Session {
     float bonus;
     enum Kind : uint8_t { kTool, kKey, kFixed } kind;
     uint32_t tool;  // kTool, kKey: the tool
+    uint32_t key = 0;  // kKey: its index among the tool's properties
   };
   std::vector<ReasonHead> reason_heads_;
+  // ---- the reasoning (greedy, or a beam search over hypotheses)
+  // One reasoning hypothesis: its tokens and where its plan stands.
+  struct ReasoningCursor {
+    std::vector<int32_t> think;
+    std::string bytes;
+    ReasoningSpan span;
+    size_t head_start = 0;  // where the open head began in bytes
+    bool head_open = false;
+    int32_t plan_tool = -1;  // the tool the current plan segment names
+    uint64_t planned_keys = 0;  // the keys it gave a span (a bit per property index)
+    int32_t last = -1;       // the last token picked (kThinkEndId: closed; -1 none)
+    bool finished = false;
+    double score = 0.0;      // sum of the picked tokens' log-probabilities (beam search)
+    void Clear();
+  };
+  // What a turn's reasoning may write (fixed for the turn).
+  struct ReasoningRules {
+    bool name_bias = false, after_result = false, plan_heads = false;
+  };
+  // A reasoning step's best tokens (value: logit plus the head's or the
+  // naming bonus), best first, and optionally the log-sum-exp of every
+  // allowed token's value (their log-probabilities).
+  struct StepCandidate {
+    int32_t id = -1;
+    float value = 0.0f;
+    bool head_done = false;  // completes the open head
+    int32_t tool = -1;       // the tool a completed plan head named (-1: none)
+    int32_t key = -1;        // the property index a completed key head named (-1: none)
+  };
+  struct StepCandidates {
+    uint32_t n = 0, cap = 1;
+    bool log_probs = false;
+    double top = -INFINITY, sum = 0.0;  // running log-sum-exp of the values
+    StepCandidate at[SessionOptions::kMaxReasoningBeams];
+    void Reset(uint32_t capacity, bool with_log_probs);
+    void Add(int32_t id, float value, bool head_done, int32_t tool, int32_t key = -1);
+    double LogProb(uint32_t k) const { return double(at[k].value) - (top + std::log(sum)); }
+  };
+  // A beam search slot: a hypothesis's decoder state, next-token logits,
+  // confidence pool, open heads, naming scores and cursor. The session's own
+  // fields hold the hypothesis being stepped (SwapHypothesis swaps them in,
+  // and again out; Feed feeds its state meanwhile).
+  struct BeamSlot {
+    std::unique_ptr<DecoderState> state;
+    std::vector<float> logits;
+    ProbePool pool;
+    std::vector<ReasonHead> heads;
+    std::string_view head_lead;
+    std::vector<float> name_scores;
+    std::vector<uint8_t> name_spent;
+    ReasoningCursor cursor;
+  };
+  // The turn's reasoning into reasoning_ (and the winning hypothesis's cache,
+  // logits and pool into the session's).
+  void Reason(const ReasoningRules& rules);
+  void ReasoningCandidates(const ReasoningCursor& c, StepCandidates& out);
+  // Takes candidate k (nullptr: none was allowed) with log-probability lp:
+  // the plan's heads move on, the token is fed.
+  void AdvanceReasoning(ReasoningCursor& c, const StepCandidate* k, double lp, const ReasoningRules& rules);
+  void SwapHypothesis(BeamSlot& slot);
+  void CopyHypothesis(const BeamSlot& from, BeamSlot& to);
+  // beam_slots_ for this sink block: reasoning_beams states holding its sinks.
+  void PrepareBeamSlots();
+  ReasoningCursor reasoning_;
+  StepCandidates step_;
+  std::vector<BeamSlot> beam_slots_;
+  uint64_t sink_epoch_ = 0, beam_epoch_ = ~uint64_t(0);  // the sink block the slots copied
+  struct BeamExpansion {
+    uint32_t slot;
+    int32_t k;  // candidate index, -1: the slot's finished hypothesis carried over
+    double score;    // the hypothesis's sum of log-probabilities with it
+    double key = 0;  // its rank: score per token
+  };
+  std::vector<BeamExpansion> expansions_;
+  std::vector<StepCandidates> slot_steps_;
   std::string_view head_lead_;  // bytes before each of them (" " after "->" and " |")
   std::vector<uint8_t> head_alive_;  // [2 x reason_heads_] scratch: head with separator 0 / 1 still fits
   std::vector<uint32_t> case_mask_;  // KeepExactCase scratch (sized with the masks)

@@ -723,7 +723,7 @@ TEST(Session, AfterAToolResultThePlanNamesADeclaredToolOrIsDone) {
   size_t named_next = 0;
   for (uint64_t seed : {3, 5, 8, 13, 21, 34}) {
     SessionOptions o = Small();
-    o.max_think_tokens = 24;
+    o.max_think_tokens = 48;   // (a reasoning cut by the budget may stop inside a head)
     o.tool_score_bias = 1e4f;  // the ranking names the request's call
     o.refusal_score_penalty = 1e4f;
     Session s(testing::AgentModel(seed), o);
@@ -805,16 +805,18 @@ TEST(Session, AnIdentifierAfterALookupIsTheNamedRecords) {
 // folds case; the default model wrote "GoOGL" for "GOOGL").
 // A call that falls into a loop ends there, completed by the grammar, with a
 // warning; it does not run on to max_new_tokens. (The default model loops in
-// a free string here when copying is only a preference: "... e. e. e. e.")
+// a free string here when copying is only a preference: "1974. p. p. p. ...")
 TEST(Session, ACallThatLoopsEndsAtTheLoop) {
   if (Model::Embedded().empty()) GTEST_SKIP() << "built without the default model";
-  const char* tools = R"([{"name":"EventInfo","parameters":{"type":"object","properties":{"name":{"type":"string"},
-      "startsAt":{"type":"string","format":"date-time"},"venue":{"type":"string"},"host":{"type":"string"}},"required":["name"]}}])";
+  const char* tools = R"([{"name":"reference_cite","description":"Record a citation.","parameters":{"type":"object",
+      "properties":{"author_list":{"type":"string"},"title":{"type":"string"},"container":{"type":"string"},
+      "year":{"type":"integer","description":"Year","minimum":1965,"maximum":2026},"pages":{"type":"string"},
+      "doi":{"type":"string"}},"required":["author_list","title","year"]}}])";
   SessionOptions o;
   o.copy_bias = 8.0f;
+  o.reasoning_beams = 1;  // (greedy: the beam search's plan leads to a call that does not loop)
   const Envelope e = DefaultModelSession(o, tools)->Query(
-      "Record the following:\n\nTendai Tabrondjen, Austin Drounon, N. N. Ricci, Kai Costa. \"A Survey of Zipaithind Methods.\" "
-      "IEEE Transactions on Vidrustian, 1976. pp. e6345.");
+      "Beatrice Nelson, I. W. Sharma and Zoey Lefebvre. \"Deep Residual Learning for Image Recognition.\" 1974. pp. e4579.");
   ExpectWellFormed(e);
   ASSERT_TRUE(e.success()) << e.Dump();
   ASSERT_FALSE(grammar::ValidateCall(e.function_calls.dump(), tools)) << e.Dump();
@@ -822,6 +824,65 @@ TEST(Session, ACallThatLoopsEndsAtTheLoop) {
   for (const std::string& w : e.warnings) looped |= w.find("repeating loop") != std::string::npos;
   EXPECT_TRUE(looped) << e.Dump();
   EXPECT_EQ(e.Dump().find("max_new_tokens"), std::string::npos) << e.Dump();
+}
+
+// The reasoning's beam search (reasoning_beams) finds the plan greedy
+// decoding misses: greedy commits to its first words and picks the watch face
+// for "Scale says 132.0"; two hypotheses find the weigh-in.
+TEST(Session, TheReasoningBeamsFindThePlanGreedyMisses) {
+  if (Model::Embedded().empty()) GTEST_SKIP() << "built without the default model";
+  const char* tools = R"([{"name":"set_dial","description":"Switches to a named watch face.",
+      "parameters":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}},
+      {"name":"log_weigh_in","description":"Records a weigh-in.","parameters":{"type":"object",
+      "properties":{"weight_kg":{"type":"number","minimum":30.0,"maximum":200.0}},"required":["weight_kg"]}}])";
+  std::vector<std::string> named;
+  for (uint32_t beams : {1u, 2u}) {
+    SessionOptions o;
+    o.reasoning_beams = beams;
+    const Envelope e = DefaultModelSession(o, tools)->Query("Scale says 132.0");
+    ASSERT_EQ(e.type, EnvelopeType::kCall) << e.Dump();
+    named.push_back(e.function_calls[0]["name"]);
+    if (beams == 2) {
+      EXPECT_EQ(e.function_calls[0]["arguments"]["weight_kg"], 132) << e.Dump();
+    }
+  }
+  EXPECT_EQ(named[0], "set_dial");  // (greedy; the search is what changes it)
+  EXPECT_EQ(named[1], "log_weigh_in");
+}
+
+// When the search keeps greedy's reasoning, the turn is greedy's to the bit:
+// the call, the confidence (the head's pool and the call's probabilities,
+// both read from the winning hypothesis's cache and pool) and the next turn,
+// decoded on the cache the search handed back. The search's states are
+// allocated once: the session's bytes stay the same over the turns.
+TEST(Session, ABeamSearchThatKeepsGreedysPlanIsGreedyToTheBit) {
+  if (Model::Embedded().empty()) GTEST_SKIP() << "built without the default model";
+  const std::string tools = R"([{"name":"set_lights","description":"Turn the lights in a room on or off, or dim them",
+      "parameters":{"type":"object","properties":{"room":{"type":"string","description":"Room name"},
+      "state":{"type":"string","enum":["on","off"]},"brightness":{"type":"integer","minimum":0,"maximum":100,
+      "description":"Brightness in percent"}},"required":["room"]}},
+      {"name":"set_timer","description":"Start a countdown timer","parameters":{"type":"object","properties":{
+      "minutes":{"type":"integer","minimum":1,"maximum":600},"label":{"type":"string"}},"required":["minutes"]}}])";
+  std::vector<std::string> dumps[3];
+  uint64_t bytes[3] = {};
+  for (uint32_t beams : {1u, 2u, 4u}) {
+    SessionOptions o;
+    o.reasoning_beams = beams;
+    const auto s = DefaultModelSession(o, tools.c_str());
+    s->SetSystem(nlohmann::ordered_json{{"date", "2026-11-30"}});
+    const uint32_t b = beams == 1 ? 0 : beams == 2 ? 1 : 2;
+    for (const char* turn : {"dim the kitchen lights to 30 percent", R"({"status":"ok"})", "set a timer for 20 minutes"}) {
+      Envelope e = s->Complete(turn);
+      ASSERT_TRUE(e.success()) << e.Dump();
+      e.prefill_tps = e.decode_tps = e.peak_ram_mb = 0;
+      dumps[b].push_back(e.Dump());
+      if (dumps[b].size() == 1) bytes[b] = s->state_bytes();
+      EXPECT_EQ(s->state_bytes(), bytes[b]) << "beams " << beams;
+    }
+  }
+  EXPECT_EQ(dumps[1], dumps[0]);
+  EXPECT_EQ(dumps[2], dumps[0]);
+  EXPECT_GT(bytes[1], bytes[0]);  // (the hypotheses' states)
 }
 
 TEST(Session, CopiesKeepTheRequestsCase) {

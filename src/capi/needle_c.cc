@@ -217,6 +217,15 @@ int needle_session_set_window_requests(needle_session* s, int n) {
   });
 }
 
+int needle_session_set_reasoning_beams(needle_session* s, int n) {
+  return Guard([&] {
+    if (!s || !s->session) return Fail(NEEDLE_E_ARGUMENT, "NULL session");
+    if (n < 1) return Fail(NEEDLE_E_ARGUMENT, "needle_session_set_reasoning_beams: n must be 1 or more");
+    s->session->SetReasoningBeams(static_cast<uint32_t>(n));
+    return 0;
+  });
+}
+
 int needle_session_pin(needle_session* s, const char* text) {
   return Guard([&] {
     if (!s || !text) return Fail(NEEDLE_E_ARGUMENT, "NULL session or text");

@@ -129,6 +129,24 @@ void WindowSinkCache::Restore(std::string_view& in) {
   tokens_ = header[0];
 }
 
+void WindowSinkCache::CopyFrom(const WindowSinkCache& o, bool with_sinks) {
+  if (o.g_.layers != g_.layers || o.g_.kv_heads != g_.kv_heads || o.g_.head_dim != g_.head_dim ||
+      o.g_.sink_capacity != g_.sink_capacity || o.g_.window != g_.window || o.g_.float_kv != g_.float_kv ||
+      o.token_ring_.size() != token_ring_.size() || o.engram_ring_.size() != engram_ring_.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "cache copy: the caches have different geometries");
+  }
+  // (Equal sizes: vector assignment copies in place.)
+  if (with_sinks) {
+    k_sink_ = o.k_sink_, v_sink_ = o.v_sink_, ks_sink_ = o.ks_sink_, vs_sink_ = o.vs_sink_;
+    kf_sink_ = o.kf_sink_, vf_sink_ = o.vf_sink_;
+    token_ring_at_sinks_ = o.token_ring_at_sinks_, engram_ring_at_sinks_ = o.engram_ring_at_sinks_;
+  }
+  k_ring_ = o.k_ring_, v_ring_ = o.v_ring_, ks_ring_ = o.ks_ring_, vs_ring_ = o.vs_ring_;
+  kf_ring_ = o.kf_ring_, vf_ring_ = o.vf_ring_;
+  token_ring_ = o.token_ring_, engram_ring_ = o.engram_ring_;
+  tokens_ = o.tokens_, floor_ = o.floor_;
+}
+
 uint32_t WindowSinkCache::window_valid() const {
   const int64_t beyond = tokens_ - std::max<int64_t>(g_.sink_capacity, floor_);
   return beyond <= 0 ? 0u : static_cast<uint32_t>(std::min<int64_t>(beyond, g_.window));

@@ -96,6 +96,12 @@ class WindowSinkCache {
   float* EngramValue(uint32_t site, int64_t t);
   const float* EngramValue(uint32_t site, int64_t t) const;
 
+  // Becomes a copy of `other` (same geometry, else Error(kInvalidArgument)):
+  // counter, floor, window rows and histories; the sink rows too unless
+  // with_sinks is false (the caller knows they are equal already: copies of
+  // one cache taken after its sink block). No allocation.
+  void CopyFrom(const WindowSinkCache& other, bool with_sinks = true);
+
   // Drops the conversation, keeps the sinks: the counter returns to S.
   void ResetToSinks();
   // Bytes held by every buffer (constant for the cache's lifetime).

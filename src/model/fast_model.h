@@ -56,6 +56,13 @@ class DecoderState {
   // Bytes of the cache and every scratch buffer: constant for the state's life.
   uint64_t bytes() const;
 
+  // Becomes a copy of `other`, a state of the same model and options: what
+  // is fed next decodes exactly as it would in `other` (the scratch holds
+  // nothing between calls). with_sinks false skips the sink rows, for copies
+  // of one state taken after its sink block (a beam search's hypotheses).
+  // Error(kInvalidArgument) when the geometries differ. No allocation.
+  void CopyFrom(const DecoderState& other, bool with_sinks = true) { cache_.CopyFrom(other.cache_, with_sinks); }
+
   // Probe pools (model/heads.h) that receive every cell of every token fed
   // from now on; nullptr / 0 detaches them. The pools must outlive their use.
   void AttachPools(ProbePool* const* pools, uint32_t count) {

@@ -270,5 +270,42 @@ TEST(FastModel, TheWindowFloorHidesWhatCameBefore) {
   }
 }
 
+// A copied state decodes exactly as the original: the same logits, bit for
+// bit, in the window's first lap and after it wrapped; a copy that skips the
+// sink rows is exact when they are equal, and differs when they are not.
+TEST(FastModel, ACopiedStateDecodesAsTheOriginal) {
+  ModelConfig c = testing::SmallConfig();
+  c.d_model = 128;
+  const CactArchive archive = CactArchive::FromBytes(testing::NonTrivialArchive(c, "4", 23));
+  const FastModel model(archive);
+  const uint32_t V = c.vocab_size;
+  const auto ids = RandomTokens(200, V, 4);
+  const std::vector<int32_t> sinks(ids.begin(), ids.begin() + 6), other_sinks(ids.begin() + 6, ids.begin() + 12);
+  for (size_t fed : {20u, 150u}) {  // window 64: 150 has wrapped the ring
+    auto original = model.NewState({.sink_length = 6, .window = 64});
+    std::vector<float> logits(V), copy_logits(V);
+    model.Forward(*original, sinks, logits.data());
+    auto copy = model.NewState({.sink_length = 6, .window = 64, .max_chunk = 1});
+    model.Forward(*copy, other_sinks, copy_logits.data());
+    auto stale = model.NewState({.sink_length = 6, .window = 64});
+    model.Forward(*stale, other_sinks, copy_logits.data());
+    model.Forward(*original, std::span(ids.data() + 12, fed), logits.data());
+    copy->CopyFrom(*original);
+    stale->CopyFrom(*original, /*with_sinks=*/false);
+    std::vector<float> stale_logits(V);
+    for (size_t p = 0; p < 8; ++p) {
+      const int32_t t = ids[12 + fed + p];
+      model.Forward(*original, std::span(&t, 1), logits.data());
+      model.Forward(*copy, std::span(&t, 1), copy_logits.data());
+      model.Forward(*stale, std::span(&t, 1), stale_logits.data());
+      ASSERT_EQ(logits, copy_logits) << "fed " << fed << ", step " << p;
+      ASSERT_NE(logits, stale_logits) << "the sink rows were not copied, and they differ";
+    }
+    EXPECT_EQ(copy->cache().tokens(), original->cache().tokens());
+    auto other = model.NewState({.sink_length = 5, .window = 64});
+    EXPECT_THROW(other->CopyFrom(*original), Error);
+  }
+}
+
 }  // namespace
 }  // namespace needle

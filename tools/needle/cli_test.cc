@@ -204,6 +204,8 @@ TEST(Cli, TokenizeErrors) {
       {"tokenize --model " + archive + " --lines " + TempDir() + "/no-such-file", "cannot open"},
       {"tokenize --model " + TempDir() + "/no-such.cact x", "cannot open"},
       {"tokenize --model " + std::string(NEEDLE_SOURCE_DIR) + "/CMakeLists.txt x", "header"},
+      {"run --model " + archive + " --reasoning-beams 9 'hello'", "--reasoning-beams must be 1 to 8"},
+      {"eval --model " + archive + " --data /dev/null --reasoning-beams 0", "--reasoning-beams must be 1 to 8"},
   };
   for (const auto& c : cases) {
     const Result r = RunNeedle(c.args);

@@ -25,6 +25,8 @@ std::vector<FlagSpec> DecodingFlags() {
       {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
       {"free-reasoning-names", "", "let the reasoning name any tool (by default its head is a declared tool's name or a refusal)"},
       {"reasoning-refusal-penalty", "P", "logit penalty on a reasoning that starts as a refusal (default 2)"},
+      {"reasoning-beams", "N",
+       "the reasoning is the best of N hypotheses of a beam search (1: greedy; at most 8; default 2)"},
       {"window-requests", "N",
        "the window shows the conversation from the N-th most recent request on (1: the current one; default 0: the whole window)"},
   };
@@ -49,6 +51,11 @@ void ReadDecodingFlags(const Args& args, SessionOptions& o) {
   o.reasoning_names = !args.Has("free-reasoning-names");
   number("reasoning-refusal-penalty", o.reasoning_refusal_penalty);
   o.window_requests = static_cast<uint32_t>(args.GetInt("window-requests", o.window_requests));
+  const int64_t beams = args.GetInt("reasoning-beams", o.reasoning_beams);
+  if (beams < 1 || beams > int64_t(SessionOptions::kMaxReasoningBeams)) {
+    throw Error(ErrorCode::kInvalidArgument, "--reasoning-beams must be 1 to " + std::to_string(SessionOptions::kMaxReasoningBeams));
+  }
+  o.reasoning_beams = static_cast<uint32_t>(beams);
 }
 
 }  // namespace needle::cli
