@@ -737,12 +737,7 @@ void Session::CopyHypothesis(const BeamSlot& from, BeamSlot& to) {
   to.head_lead = from.head_lead;
   to.name_scores = from.name_scores;
   to.name_spent = from.name_spent;
-  to.cursor.think = from.cursor.think;
-  to.cursor.bytes = from.cursor.bytes;
-  to.cursor.span = from.cursor.span;
-  to.cursor.head_start = from.cursor.head_start, to.cursor.head_open = from.cursor.head_open;
-  to.cursor.plan_tool = from.cursor.plan_tool, to.cursor.planned_keys = from.cursor.planned_keys, to.cursor.last = from.cursor.last;
-  to.cursor.finished = from.cursor.finished, to.cursor.score = from.cursor.score;
+  to.cursor = from.cursor;
 }
 
 void Session::PrepareBeamSlots() {
@@ -751,9 +746,9 @@ void Session::PrepareBeamSlots() {
   beam_slots_.clear();  // (the old states go before the new ones are allocated)
   beam_slots_.resize(beams);
   for (BeamSlot& slot : beam_slots_) {
-    // (Chunks of one token: a hypothesis is only ever fed one at a time.)
-    slot.state = model_->fast().NewState({state_->sink_length(), opt_.window, 1, false});
-    slot.state->CopyFrom(*state_);  // the sink rows, which every later copy skips
+    // (Chunks of one token: a hypothesis is only ever fed one at a time. The
+    // sink rows stay state_'s: a new sink block makes new slots.)
+    slot.state = model_->fast().NewState({state_->sink_length(), opt_.window, 1, false, state_.get()});
     slot.logits.assign(logits_.size(), 0.0f);
     slot.pool = confidence_pool_;
     slot.cursor.think.reserve(opt_.max_think_tokens);

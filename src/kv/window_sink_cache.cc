@@ -58,17 +58,18 @@ WindowSinkCache::WindowSinkCache(const CacheGeometry& g) : g_(g) {
   if (g.layers == 0 || g.kv_heads == 0 || g.head_dim == 0) throw Error(ErrorCode::kInvalidArgument, "kv cache: empty geometry");
   groups_ = (g.head_dim + kKvGroup - 1) / kKvGroup;
   const size_t row = size_t(g.kv_heads) * g.head_dim, srow = size_t(g.kv_heads) * groups_;
+  const uint32_t sink_rows = g.shared_sinks ? 0 : g.sink_capacity;
   if (g.float_kv) {
-    kf_sink_.assign(size_t(g.layers) * g.sink_capacity * row, 0.0f);
+    kf_sink_.assign(size_t(g.layers) * sink_rows * row, 0.0f);
     vf_sink_.assign(kf_sink_.size(), 0.0f);
     kf_ring_.assign(size_t(g.layers) * g.window * row, 0.0f);
     vf_ring_.assign(kf_ring_.size(), 0.0f);
   } else {
-    k_sink_.assign(size_t(g.layers) * g.sink_capacity * row, 0);
+    k_sink_.assign(size_t(g.layers) * sink_rows * row, 0);
     v_sink_.assign(k_sink_.size(), 0);
     k_ring_.assign(size_t(g.layers) * g.window * row, 0);
     v_ring_.assign(k_ring_.size(), 0);
-    ks_sink_.assign(size_t(g.layers) * g.sink_capacity * srow, 0.0f);
+    ks_sink_.assign(size_t(g.layers) * sink_rows * srow, 0.0f);
     vs_sink_.assign(ks_sink_.size(), 0.0f);
     ks_ring_.assign(size_t(g.layers) * g.window * srow, 0.0f);
     vs_ring_.assign(ks_ring_.size(), 0.0f);
@@ -104,6 +105,7 @@ void GetVector(std::string_view& in, std::vector<T>& v, const char* what) {
 }  // namespace
 
 void WindowSinkCache::Serialize(std::string& out) const {
+  if (g_.shared_sinks) throw Error(ErrorCode::kInvalidState, "saved cache: a cache sharing its sinks is not saved on its own");
   const int64_t header[4] = {tokens_, g_.sink_capacity, g_.window, g_.float_kv};
   out.append(reinterpret_cast<const char*>(header), sizeof header);
   PutVector(out, k_sink_), PutVector(out, v_sink_), PutVector(out, k_ring_), PutVector(out, v_ring_);
@@ -113,6 +115,7 @@ void WindowSinkCache::Serialize(std::string& out) const {
 }
 
 void WindowSinkCache::Restore(std::string_view& in) {
+  if (g_.shared_sinks) throw Error(ErrorCode::kInvalidState, "saved cache: a cache sharing its sinks is not restored on its own");
   int64_t header[4];
   if (in.size() < sizeof header) throw Error(ErrorCode::kInvalidArgument, "saved cache: truncated header");
   std::memcpy(header, in.data(), sizeof header);
@@ -129,11 +132,26 @@ void WindowSinkCache::Restore(std::string_view& in) {
   tokens_ = header[0];
 }
 
+void WindowSinkCache::ShareSinks(const WindowSinkCache& o) {
+  if (!g_.shared_sinks || o.g_.shared_sinks || o.g_.layers != g_.layers || o.g_.kv_heads != g_.kv_heads ||
+      o.g_.head_dim != g_.head_dim || o.g_.sink_capacity != g_.sink_capacity || o.g_.float_kv != g_.float_kv) {
+    throw Error(ErrorCode::kInvalidArgument, "cache: sink rows can only be shared from a cache of the same geometry that owns them");
+  }
+  sinks_owner_ = &o;
+}
+
+void WindowSinkCache::CheckOwnsSinks(int64_t t) const {
+  if (g_.shared_sinks && IsSink(t)) throw Error(ErrorCode::kInvalidState, "cache: a sink token stored in a cache that shares its sinks");
+}
+
 void WindowSinkCache::CopyFrom(const WindowSinkCache& o, bool with_sinks) {
   if (o.g_.layers != g_.layers || o.g_.kv_heads != g_.kv_heads || o.g_.head_dim != g_.head_dim ||
       o.g_.sink_capacity != g_.sink_capacity || o.g_.window != g_.window || o.g_.float_kv != g_.float_kv ||
       o.token_ring_.size() != token_ring_.size() || o.engram_ring_.size() != engram_ring_.size()) {
     throw Error(ErrorCode::kInvalidArgument, "cache copy: the caches have different geometries");
+  }
+  if (with_sinks && (g_.shared_sinks || o.g_.shared_sinks)) {
+    throw Error(ErrorCode::kInvalidArgument, "cache copy: a cache sharing its sinks copies without them");
   }
   // (Equal sizes: vector assignment copies in place.)
   if (with_sinks) {
@@ -153,6 +171,7 @@ uint32_t WindowSinkCache::window_valid() const {
 }
 
 void WindowSinkCache::Store(uint32_t layer, int64_t t, uint32_t head, const float* k, const float* v) {
+  CheckOwnsSinks(t);
   const bool sink = IsSink(t);
   const uint32_t slot = sink ? static_cast<uint32_t>(t) : RingSlot(t);
   const uint32_t slots = sink ? g_.sink_capacity : g_.window;
@@ -172,6 +191,7 @@ void WindowSinkCache::Store(uint32_t layer, int64_t t, uint32_t head, const floa
 
 void WindowSinkCache::StoreQuantized(uint32_t layer, int64_t t, const int8_t* k, const float* ks, const int8_t* v,
                                      const float* vs) {
+  CheckOwnsSinks(t);
   const bool sink = IsSink(t);
   const uint32_t slot = sink ? static_cast<uint32_t>(t) : RingSlot(t);
   const uint32_t slots = sink ? g_.sink_capacity : g_.window;

@@ -31,6 +31,8 @@ struct CacheGeometry {
   uint32_t engram_value_history = 0;  // ev0 vectors kept per site: (taps-1)*dilation + 1
   uint32_t token_history = 0;         // token ids kept for engram hashing
   bool float_kv = false;              // fp32 K/V instead of int8 (the reference-precision mode of tests)
+  // The sink rows live in another cache (ShareSinks): none are allocated here.
+  bool shared_sinks = false;
 };
 
 class WindowSinkCache {
@@ -74,18 +76,18 @@ class WindowSinkCache {
   void Commit(int64_t t);
 
   // Int8 rows and scales: [kv_heads][head_dim] int8 and [kv_heads][groups] fp32 per slot.
-  const int8_t* SinkK(uint32_t layer, uint32_t slot) const { return &k_sink_[Row(layer, slot, g_.sink_capacity)]; }
-  const int8_t* SinkV(uint32_t layer, uint32_t slot) const { return &v_sink_[Row(layer, slot, g_.sink_capacity)]; }
-  const float* SinkKScale(uint32_t layer, uint32_t slot) const { return &ks_sink_[ScaleRow(layer, slot, g_.sink_capacity)]; }
-  const float* SinkVScale(uint32_t layer, uint32_t slot) const { return &vs_sink_[ScaleRow(layer, slot, g_.sink_capacity)]; }
+  const int8_t* SinkK(uint32_t layer, uint32_t slot) const { return &sinks().k_sink_[Row(layer, slot, g_.sink_capacity)]; }
+  const int8_t* SinkV(uint32_t layer, uint32_t slot) const { return &sinks().v_sink_[Row(layer, slot, g_.sink_capacity)]; }
+  const float* SinkKScale(uint32_t layer, uint32_t slot) const { return &sinks().ks_sink_[ScaleRow(layer, slot, g_.sink_capacity)]; }
+  const float* SinkVScale(uint32_t layer, uint32_t slot) const { return &sinks().vs_sink_[ScaleRow(layer, slot, g_.sink_capacity)]; }
   const int8_t* RingK(uint32_t layer, uint32_t slot) const { return &k_ring_[Row(layer, slot, g_.window)]; }
   const int8_t* RingV(uint32_t layer, uint32_t slot) const { return &v_ring_[Row(layer, slot, g_.window)]; }
   const float* RingKScale(uint32_t layer, uint32_t slot) const { return &ks_ring_[ScaleRow(layer, slot, g_.window)]; }
   const float* RingVScale(uint32_t layer, uint32_t slot) const { return &vs_ring_[ScaleRow(layer, slot, g_.window)]; }
 
   // fp32 rows [kv_heads][head_dim] (float_kv mode only).
-  const float* SinkKf(uint32_t layer, uint32_t slot) const { return &kf_sink_[Row(layer, slot, g_.sink_capacity)]; }
-  const float* SinkVf(uint32_t layer, uint32_t slot) const { return &vf_sink_[Row(layer, slot, g_.sink_capacity)]; }
+  const float* SinkKf(uint32_t layer, uint32_t slot) const { return &sinks().kf_sink_[Row(layer, slot, g_.sink_capacity)]; }
+  const float* SinkVf(uint32_t layer, uint32_t slot) const { return &sinks().vf_sink_[Row(layer, slot, g_.sink_capacity)]; }
   const float* RingKf(uint32_t layer, uint32_t slot) const { return &kf_ring_[Row(layer, slot, g_.window)]; }
   const float* RingVf(uint32_t layer, uint32_t slot) const { return &vf_ring_[Row(layer, slot, g_.window)]; }
 
@@ -101,6 +103,12 @@ class WindowSinkCache {
   // with_sinks is false (the caller knows they are equal already: copies of
   // one cache taken after its sink block). No allocation.
   void CopyFrom(const WindowSinkCache& other, bool with_sinks = true);
+
+  // Reads the sink rows from `owner`, a cache of the same geometry that holds
+  // them (this one was made with shared_sinks): the hypotheses of a beam
+  // search keep one copy of the sink block. `owner` must outlive their use;
+  // this cache then stores conversation tokens only.
+  void ShareSinks(const WindowSinkCache& owner);
 
   // Drops the conversation, keeps the sinks: the counter returns to S.
   void ResetToSinks();
@@ -121,7 +129,12 @@ class WindowSinkCache {
     return (size_t(layer) * slots + slot) * g_.kv_heads * groups_;
   }
 
+  const WindowSinkCache& sinks() const { return sinks_owner_ ? *sinks_owner_ : *this; }
+  // A sink token stored here: only a cache that owns its sink rows takes one.
+  void CheckOwnsSinks(int64_t t) const;
+
   CacheGeometry g_;
+  const WindowSinkCache* sinks_owner_ = nullptr;  // ShareSinks
   uint32_t groups_ = 0;
   int64_t tokens_ = 0;
   int64_t floor_ = 0;

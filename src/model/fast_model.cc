@@ -303,12 +303,14 @@ static CacheGeometry GeometryFor(const FastModel& m, const DecoderOptions& opt) 
   g.engram_sites = static_cast<uint32_t>(c.engram_layers.size());
   g.engram_value_history = (ModelConfig::kEngramTaps - 1) * c.engram_dilation() + 1;
   g.float_kv = opt.fp32;
+  g.shared_sinks = opt.sinks_from != nullptr;
   g.token_history = 16;
   while (g.token_history < c.engram_dilation() * ModelConfig::kEngramTaps + c.engram_dilation()) g.token_history *= 2;
   return g;
 }
 
 DecoderState::DecoderState(const FastModel& model, const DecoderOptions& opt) : cache_(GeometryFor(model, opt)) {
+  if (opt.sinks_from) cache_.ShareSinks(opt.sinks_from->cache_);
   const ModelConfig& c = model.config();
   const uint32_t C = std::max<uint32_t>(1, opt.max_chunk);
   const uint32_t d = c.d_model, n = c.mhc_lanes, H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();

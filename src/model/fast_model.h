@@ -30,6 +30,8 @@ struct QMatrix {
   uint32_t field_bits() const { return CqFieldBits(view.bits); }
 };
 
+class DecoderState;
+
 struct DecoderOptions {
   uint32_t sink_length = 0;  // S: tokens of the pinned prefix (must be fed first)
   uint32_t window = 0;       // 0: the archive's effective window
@@ -38,6 +40,10 @@ struct DecoderOptions {
   // rounding) and fp32 K/V, through the same ring-buffer cache. Tests use it to
   // check the cache and positions rule exactly against ReferenceModel.
   bool fp32 = false;
+  // Read the sink rows from this state's cache instead of holding a copy
+  // (WindowSinkCache::ShareSinks): it must outlive the new state's use, and
+  // the new state is fed conversation tokens only (copied in with CopyFrom).
+  const DecoderState* sinks_from = nullptr;
 };
 
 class FastModel;
@@ -59,7 +65,8 @@ class DecoderState {
   // Becomes a copy of `other`, a state of the same model and options: what
   // is fed next decodes exactly as it would in `other` (the scratch holds
   // nothing between calls). with_sinks false skips the sink rows, for copies
-  // of one state taken after its sink block (a beam search's hypotheses).
+  // of one state taken after its sink block (a beam search's hypotheses);
+  // a state made with sinks_from, or the state it shares, copies only so.
   // Error(kInvalidArgument) when the geometries differ. No allocation.
   void CopyFrom(const DecoderState& other, bool with_sinks = true) { cache_.CopyFrom(other.cache_, with_sinks); }
 

@@ -292,15 +292,26 @@ TEST(FastModel, ACopiedStateDecodesAsTheOriginal) {
     model.Forward(*original, std::span(ids.data() + 12, fed), logits.data());
     copy->CopyFrom(*original);
     stale->CopyFrom(*original, /*with_sinks=*/false);
-    std::vector<float> stale_logits(V);
+    // A state reading the original's sink rows: exact, and without their bytes.
+    auto sharing = model.NewState({.sink_length = 6, .window = 64, .max_chunk = 1, .sinks_from = original.get()});
+    const uint64_t sink_row_bytes = uint64_t(c.num_layers) * 6 * c.num_kv_heads * 2 * (c.head_dim() + 4 * ((c.head_dim() + 31) / 32));
+    EXPECT_EQ(sharing->cache().bytes() + sink_row_bytes, copy->cache().bytes());
+    EXPECT_THROW(sharing->CopyFrom(*original), Error);  // (the sink rows are not its own)
+    sharing->CopyFrom(*original, /*with_sinks=*/false);
+    std::vector<float> stale_logits(V), sharing_logits(V);
     for (size_t p = 0; p < 8; ++p) {
       const int32_t t = ids[12 + fed + p];
       model.Forward(*original, std::span(&t, 1), logits.data());
       model.Forward(*copy, std::span(&t, 1), copy_logits.data());
       model.Forward(*stale, std::span(&t, 1), stale_logits.data());
+      model.Forward(*sharing, std::span(&t, 1), sharing_logits.data());
       ASSERT_EQ(logits, copy_logits) << "fed " << fed << ", step " << p;
+      ASSERT_EQ(logits, sharing_logits) << "fed " << fed << ", step " << p;
       ASSERT_NE(logits, stale_logits) << "the sink rows were not copied, and they differ";
     }
+    // Sink tokens go to the cache that owns the rows, never to one sharing them.
+    auto fresh = model.NewState({.sink_length = 6, .window = 64, .sinks_from = original.get()});
+    EXPECT_THROW(model.Forward(*fresh, sinks, logits.data()), Error);
     EXPECT_EQ(copy->cache().tokens(), original->cache().tokens());
     auto other = model.NewState({.sink_length = 5, .window = 64});
     EXPECT_THROW(other->CopyFrom(*original), Error);
