@@ -161,9 +161,10 @@ struct SessionOptions {
   // under that distribution; the call then follows the chosen plan greedily. Greedy reasoning commits to its first token (a
   // tool, a refusal, a span's first word) and in most wrong turns the model
   // rates the right whole reasoning above the one greedy wrote. 1: greedy.
-  // Each hypothesis holds a copy of the decoder state (memory:
-  // (reasoning_beams + 1) x the state's bytes), and a reasoning token costs
-  // up to reasoning_beams forward passes. At most kMaxReasoningBeams.
+  // Each hypothesis holds a decoder state of its own window rows (the sink
+  // rows are the session cache's), and a reasoning token costs up to
+  // reasoning_beams forward passes. At most kMaxReasoningBeams. At 2 bits
+  // the default model does worse with it (README): use 1 there.
   uint32_t reasoning_beams = kDefaultReasoningBeams;
   static constexpr uint32_t kDefaultReasoningBeams = 2;
   static constexpr uint32_t kMaxReasoningBeams = 8;
