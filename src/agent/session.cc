@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "grammar/dates_times.h"  // SpokenDatesAndTimes
+#include "grammar/dates_times.h"  // SpokenDatesAndTimes, FormatNamedBy
 #include "grammar/validate.h"
 #include "io/cact_archive.h"     // WriteFileAtomically
 #include "io/tokenizer_blob.h"   // fixed marker ids
@@ -78,6 +78,22 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : m
 
 Session::~Session() = default;
 
+namespace {
+
+// A property's "description" in a tool schema ("" when it has none).
+std::string PropertyDescription(const nlohmann::ordered_json& tool, const std::string& property) {
+  const auto params = tool.find("parameters");
+  if (params == tool.end() || !params->is_object()) return "";
+  const auto props = params->find("properties");
+  if (props == params->end() || !props->is_object()) return "";
+  const auto prop = props->find(property);
+  if (prop == props->end() || !prop->is_object()) return "";
+  const auto description = prop->find("description");
+  return description != prop->end() && description->is_string() ? description->get<std::string>() : "";
+}
+
+}  // namespace
+
 void Session::SetToolsJson(std::string_view tools_json) {
   nlohmann::ordered_json j;
   try {
@@ -120,20 +136,10 @@ void Session::SetTools(const nlohmann::ordered_json& tools_in) {
   for (size_t t = 0; t < grammar_->tools().size() && t < tools_.size(); ++t) {
     const grammar::Node& args = grammar_->nodes[grammar_->tools()[t].args];
     if (args.kind != grammar::NodeKind::kObject) continue;
-    const nlohmann::ordered_json* props = nullptr;
-    if (const auto& p = tools_[t].value("parameters", nlohmann::ordered_json()); p.is_object() && p.contains("properties")) {
-      props = &tools_[t]["parameters"]["properties"];
-    }
     std::vector<std::pair<uint32_t, grammar::Unit>> found;
     for (size_t i = 0; i < args.prop_names.size(); ++i) {
       if (grammar_->nodes[args.prop_nodes[i]].kind != grammar::NodeKind::kNumber) continue;
-      std::string description;
-      if (props && props->is_object() && props->contains(args.prop_names[i])) {
-        const auto& prop = (*props)[args.prop_names[i]];
-        if (prop.is_object() && prop.contains("description") && prop["description"].is_string()) {
-          description = prop["description"].get<std::string>();
-        }
-      }
+      const std::string description = PropertyDescription(tools_[t], args.prop_names[i]);
       const grammar::Unit unit = grammar::DeclaredUnit(args.prop_names[i], description);
       if (unit.dimension != grammar::Dimension::kNone) found.emplace_back(args.prop_nodes[i], unit);
     }
@@ -144,6 +150,20 @@ void Session::SetTools(const nlohmann::ordered_json& tools_in) {
     }
   }
   unit_node_values_.resize(unit_nodes_.size());
+  // String arguments whose description spells a date or time layout the schema does not declare.
+  described_formats_.clear();
+  for (size_t t = 0; t < grammar_->tools().size() && t < tools_.size(); ++t) {
+    const grammar::Node& args = grammar_->nodes[grammar_->tools()[t].args];
+    if (args.kind != grammar::NodeKind::kObject) continue;
+    for (size_t i = 0; i < args.prop_names.size(); ++i) {
+      const grammar::Node& n = grammar_->nodes[args.prop_nodes[i]];
+      if (n.kind != grammar::NodeKind::kString || !n.format.empty() || !n.pattern.empty()) continue;
+      const std::string description = PropertyDescription(tools_[t], args.prop_names[i]);
+      if (const std::string_view format = grammar::FormatNamedBy(description); !format.empty()) {
+        described_formats_.emplace_back(args.prop_nodes[i], format);
+      }
+    }
+  }
   // String arguments naming an identifier ("track_id"): after a lookup, the
   // identifier of the record the request names (RecordNamedBy).
   id_nodes_.clear(), record_id_values_.clear();
@@ -371,7 +391,11 @@ const std::vector<std::string>* Session::SaidValues(uint32_t node) const {
   const grammar::Node& n = matcher_->grammar().nodes[node];
   const std::vector<std::string>* values = nullptr;
   if (n.kind == grammar::NodeKind::kString && n.pattern.empty()) {
-    values = n.format == "date" ? &date_values_ : n.format == "time" ? &time_values_ : n.format == "date-time" ? &date_time_values_ : nullptr;
+    std::string_view format = n.format;
+    for (const auto& [described, named] : described_formats_) {
+      if (described == node) format = named;
+    }
+    values = format == "date" ? &date_values_ : format == "time" ? &time_values_ : format == "date-time" ? &date_time_values_ : nullptr;
   }
   if (n.kind == grammar::NodeKind::kString && std::find(id_nodes_.begin(), id_nodes_.end(), node) != id_nodes_.end()) {
     values = &record_id_values_;

@@ -467,6 +467,9 @@ class Session {
   // The dates (YYYY-MM-DD), times (HH:MM) and their combinations (date-time)
   // those texts say (grammar::SpokenDatesAndTimes), for format strings.
   std::vector<std::string> date_values_, time_values_, date_time_values_;
+  // String arguments without a declared format whose description spells a
+  // date or time layout (grammar::FormatNamedBy; set with the tools): node, "date" / "time".
+  std::vector<std::pair<uint32_t, std::string_view>> described_formats_;
   // Number arguments with a declared unit (set with the tools: node, unit),
   // and per turn the quantities those texts say in each one's unit
   // (grammar::SpokenQuantities, QuantityIn), parallel to unit_nodes_.

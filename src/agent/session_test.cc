@@ -601,6 +601,22 @@ TEST(Session, DateAndTimeArgumentsTakeTheOnesTheRequestSays) {
   EXPECT_GE(n.wrong_without, 1u);
 }
 
+// A description that spells the layout ("HH:MM", "YYYY-MM-DD") counts as
+// the format the schema does not declare: people write it there.
+TEST(Session, ADescriptionSpellingTheLayoutActsAsTheFormat) {
+  const char* tools = R"([{"name":"book","parameters":{"type":"object","properties":{
+      "day":{"type":"string","description":"Date, YYYY-MM-DD"},"at":{"type":"string","description":"Time in 24h HH:MM format"}},
+      "required":["day","at"]}}])";
+  const char* want[][2] = {{"2025-09-06", "18:30"}, {"2026-02-13", "19:45"}};
+  const RuleCounts n = CheckRule(
+      tools, [](SessionOptions& o, bool on) { o.date_time_bias = on ? INFINITY : 0.0f; },
+      {"book it for September 6, 2025 at half past 6 pm", "a table tomorrow at 7:45pm"},
+      [&](size_t i, const nlohmann::ordered_json& args) { return args["day"] == want[i][0] && args["at"] == want[i][1]; },
+      nlohmann::ordered_json{{"date", "2026-02-12"}});
+  EXPECT_GE(n.calls, 2u);
+  EXPECT_GE(n.wrong_without, 1u);
+}
+
 // An optional date argument the model would leave out is written when the
 // request says a date the call does not hold yet.
 TEST(Session, AnOptionalDateArgumentTakesTheDateTheRequestSays) {

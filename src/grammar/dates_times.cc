@@ -1,6 +1,7 @@
 #include "grammar/dates_times.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <vector>
 
@@ -318,6 +319,19 @@ CivilDate AddDays(CivilDate d, int days) { return CivilFromDays(DaysFromCivil(d.
 
 std::string SpokenDatesAndTimes(std::string_view text, CivilDate today) {
   return Reader(Tokens(text), today.valid() ? today : CivilDate{}).Read();
+}
+
+std::string_view FormatNamedBy(std::string_view description) {
+  auto spells = [&](std::string_view layout) {
+    for (size_t at = 0; at + layout.size() <= description.size(); ++at) {
+      size_t k = 0;
+      while (k < layout.size() && std::tolower(static_cast<unsigned char>(description[at + k])) == layout[k]) ++k;
+      if (k == layout.size()) return true;
+    }
+    return false;
+  };
+  const bool date = spells("yyyy-mm-dd"), time = spells("hh:mm");
+  return date == time ? std::string_view() : date ? "date" : "time";
 }
 
 }  // namespace needle::grammar

@@ -40,4 +40,12 @@ CivilDate AddDays(CivilDate d, int days);
 // then relative days and dates without a year are not read.
 std::string SpokenDatesAndTimes(std::string_view text, CivilDate today);
 
+// The format a string argument's description asks for when its schema
+// declares none: "date" where it spells the layout YYYY-MM-DD, "time" where
+// it spells HH:MM (any case; "Time in 24h HH:MM format"), "" otherwise (both
+// layouts, a date-time in another spelling, or neither). People often write
+// the layout in the description instead of `format`; the session then
+// writes the dates and times said as that layout, as for a declared format.
+std::string_view FormatNamedBy(std::string_view description);
+
 }  // namespace needle::grammar
