@@ -53,6 +53,8 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : m
   case_text_.reserve(512);
   enum_mask_.assign(model_->trie()->mask_words(), 0);
   value_mask_.assign(model_->trie()->mask_words(), 0);
+  distinct_mask_.assign(model_->trie()->mask_words(), 0);
+  written_values_.reserve(64);
   call_bytes_.reserve(size_t(opt_.max_new_tokens) * 32);
   copy_walk_.assign(size_t(model_->trie()->max_depth()) + 1, 0);
   // Free reasoning may use any text token, and </think> to stop: no control
@@ -459,6 +461,120 @@ bool Session::ComputeSaidValueMask(float* bias) {
     }
     return false;
   });
+}
+
+namespace {
+
+// Where a calls array written so far (`[{"name": ..., "arguments": {...}}, ...`)
+// stands: `values` gets the (key, string value) pairs of the last call's
+// arguments (direct ones, as written: escapes kept); returns whether an argument's value
+// comes next or is being written as a string (then `content` is what the
+// string holds so far, `key` the argument's key).
+bool ArgumentValuesSoFar(std::string_view calls, std::vector<std::pair<std::string_view, std::string_view>>& values,
+                         std::string_view* content, std::string_view* key) {
+  values.clear();
+  *key = {};
+  int depth = 0;
+  bool in_string = false, escaped = false, value_string = false, after_colon = false;
+  size_t start = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const char c = calls[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+        if (value_string) {
+          values.emplace_back(*key, calls.substr(start, i - start));
+        } else if (depth == 3) {
+          *key = calls.substr(start, i - start);
+        }
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': in_string = true, start = i + 1, value_string = after_colon && depth == 3; break;
+      case '{': case '[':
+        if (++depth == 2) values.clear();  // the next call
+        after_colon = false;
+        break;
+      case '}': case ']': --depth, after_colon = false; break;
+      case ':': after_colon = true; break;
+      case ',': after_colon = false; break;
+      default: break;
+    }
+  }
+  if (in_string) {
+    *content = calls.substr(start);
+    return value_string && !escaped;
+  }
+  *content = {};
+  return after_colon && depth == 3;
+}
+
+bool EqualFolded(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (grammar::CopySource::Fold(uint8_t(a[i])) != grammar::CopySource::Fold(uint8_t(b[i]))) return false;
+  }
+  return true;
+}
+
+bool IsOneWord(std::string_view v) {
+  if (v.empty()) return false;
+  for (char c : v) {
+    if (!grammar::CopySource::IsWordByte(uint8_t(c))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void Session::ExcludeRepeatedValue() {
+  bool opened = false;
+  const int32_t node = matcher_->OpenString(&opened);
+  if (node < 0) return;
+  const grammar::Node& n = matcher_->grammar().nodes[size_t(node)];
+  if (!n.format.empty() || !n.pattern.empty()) return;  // (dates, times, codes: the value rules' or the pattern's)
+  for (const auto& [described, format] : described_formats_) {
+    if (described == uint32_t(node)) return;
+  }
+  std::string_view content, key;
+  if (!ArgumentValuesSoFar(call_bytes_, written_values_, &content, &key) || written_values_.empty()) return;
+  if (content.find_first_not_of(' ') != std::string_view::npos) return;  // (decided as the value starts)
+  // Required arguments only, on both sides: an optional one that repeats a
+  // value is dropped from the envelope (DropEchoedArguments), which beats a
+  // made-up other value.
+  const int32_t tool = matcher_->NamedTool();
+  if (tool < 0) return;
+  const grammar::Node& args = matcher_->grammar().nodes[matcher_->grammar().tools()[size_t(tool)].args];
+  auto required = [&](std::string_view k) {
+    const auto at = std::find(args.prop_names.begin(), args.prop_names.end(), k);
+    const size_t i = size_t(at - args.prop_names.begin());
+    return at != args.prop_names.end() && i < 64 && ((args.required >> i) & 1);
+  };
+  if (!required(key)) return;
+  const bool any = MarkAllowed(model_->tokenizer(), mask_, distinct_mask_, [&](std::string_view piece) {
+    if (!opened) {
+      if (piece.empty() || piece[0] != '"') return true;
+      piece.remove_prefix(1);
+    }
+    std::string_view head = piece.substr(0, std::min(piece.find('"'), piece.size()));
+    while (!head.empty() && head[0] == ' ') head.remove_prefix(1);
+    if (head.empty()) return true;
+    for (const auto& [k, v] : written_values_) {
+      if (!IsOneWord(v) || !required(k)) continue;
+      // The value would start with the earlier one-word value ("USD"), or a piece of it.
+      if (head.size() <= v.size() ? EqualFolded(head, v.substr(0, head.size()))
+                                  : EqualFolded(head.substr(0, v.size()), v) && !grammar::CopySource::IsWordByte(uint8_t(head[v.size()]))) {
+        return false;
+      }
+    }
+    return true;
+  });
+  if (any) mask_.swap(distinct_mask_);
 }
 
 std::string Session::UnwrittenSaidValueKey(uint32_t args_node, uint64_t written) const {
@@ -1226,6 +1342,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
       truncated = !can_close;
       break;
     }
+    if (opt_.distinct_argument_values) ExcludeRepeatedValue();
     bool copying = false;
     if (opt_.copy_bias > 0.0f && matcher_->ComputeCopyMask(copy_mask_)) {
       for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= mask_[w]) != 0;

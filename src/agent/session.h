@@ -136,6 +136,10 @@ struct SessionOptions {
   // Drop an optional argument whose value is empty or repeats another
   // argument's value in the same call (DropEchoedArguments).
   bool drop_echoed_arguments = true;
+  // A string argument does not repeat another string argument's value in the
+  // same call (ExcludeRepeatedValue): the model writes "USD" as both
+  // currencies of a conversion, the street as the city. false: allowed.
+  bool distinct_argument_values = true;
   // Inside a string argument naming an identifier ("track_id", "contactId")
   // after a tool result, logit bonus for the tokens that write the
   // identifier of the record whose words the request says (RecordNamedBy:
@@ -323,6 +327,12 @@ class Session {
   // quantity_bias a rule) while the conversation says such a value that the
   // calls do not hold yet; "" else.
   std::string UnwrittenSaidValueKey(uint32_t args_node, uint64_t written) const;
+  // Inside a string argument (no format or pattern) of the call being
+  // written: removes from mask_ the tokens that would repeat the value of
+  // another string argument of that call (close the string on the same
+  // value, case aside; or start the value with the whole of an earlier
+  // one-word value, or a piece of it). Leaves mask_ alone when it would empty it.
+  void ExcludeRepeatedValue();
   // enum_favoured_ for this request (request_terms_), every enum at once.
   void ScoreEnumValues();
   // Inside an enum value: sets enum_mask_ to the allowed tokens that fit a
@@ -482,7 +492,8 @@ class Session {
   std::string call_bytes_;  // this turn's call so far (reserved once per model)
   // Decode buffers, sized once per model.
   std::vector<float> logits_;
-  std::vector<uint32_t> mask_, text_mask_, copy_mask_, enum_mask_, value_mask_;
+  std::vector<uint32_t> mask_, text_mask_, copy_mask_, enum_mask_, value_mask_, distinct_mask_;
+  std::vector<std::pair<std::string_view, std::string_view>> written_values_;  // ExcludeRepeatedValue's scratch (key, value: views into call_bytes_)
   std::vector<uint32_t> copy_walk_;  // [trie max depth + 1]
 };
 

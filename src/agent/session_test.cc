@@ -617,6 +617,31 @@ TEST(Session, ADescriptionSpellingTheLayoutActsAsTheFormat) {
   EXPECT_GE(n.wrong_without, 1u);
 }
 
+// A required string argument does not start with another required one's
+// one-word value ("USD" as both currencies); without the rule a random model
+// writes such repeats.
+TEST(Session, ARequiredArgumentDoesNotRepeatAnotherOnesWord) {
+  const char* tools = R"([{"name":"convert","parameters":{"type":"object","properties":{
+      "from":{"type":"string"},"to":{"type":"string"}},"required":["from","to"]}}])";
+  auto lower = [](std::string t) {
+    for (char& c : t) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return t;
+  };
+  const RuleCounts n = CheckRule(
+      tools, [](SessionOptions& o, bool on) { o.distinct_argument_values = on; },
+      {"USD to GBP", "EUR into JPY", "from CAD to CHF", "yen to euros", "SEK or NOK", "AUD in INR"},
+      [&](size_t, const nlohmann::ordered_json& args) {
+        if (!args.contains("from") || !args.contains("to")) return true;
+        const std::string from = lower(args["from"]), to = lower(args["to"]);
+        const bool one_word = !from.empty() && from.find_first_of(" ,.'") == std::string::npos;
+        const size_t start = to.find_first_not_of(' ');
+        return !one_word || start == std::string::npos || to.compare(start, from.size(), from) != 0 ||
+               (to.size() > start + from.size() && std::isalnum(static_cast<unsigned char>(to[start + from.size()])));
+      });
+  EXPECT_GE(n.calls, 6u);
+  EXPECT_GE(n.wrong_without, 1u);
+}
+
 // An optional date argument the model would leave out is written when the
 // request says a date the call does not hold yet.
 TEST(Session, AnOptionalDateArgumentTakesTheDateTheRequestSays) {

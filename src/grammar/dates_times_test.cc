@@ -64,5 +64,17 @@ TEST(DatesTimes, ReadsClockTimes) {
   for (const auto& [text, want] : cases) EXPECT_EQ(SpokenDatesAndTimes(text, kToday), want) << text;
 }
 
+TEST(DatesTimes, ReadsTheFormatADescriptionSpells) {
+  EXPECT_EQ(FormatNamedBy("Time in 24h HH:MM format"), "time");
+  EXPECT_EQ(FormatNamedBy("alarm time (hh:mm)"), "time");
+  EXPECT_EQ(FormatNamedBy("Date, YYYY-MM-DD; today if omitted"), "date");
+  EXPECT_EQ(FormatNamedBy("due yyyy-mm-dd"), "date");
+  // Both layouts (a date-time spelled with a space), neither, or a near miss: none.
+  EXPECT_EQ(FormatNamedBy("Start, YYYY-MM-DD HH:MM"), "");
+  EXPECT_EQ(FormatNamedBy("When the alarm rings"), "");
+  EXPECT_EQ(FormatNamedBy("HH-MM"), "");
+  EXPECT_EQ(FormatNamedBy(""), "");
+}
+
 }  // namespace
 }  // namespace needle::grammar
