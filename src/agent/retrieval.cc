@@ -1,6 +1,7 @@
 #include "agent/retrieval.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -138,6 +139,27 @@ void AddSchemaTerms(const nlohmann::ordered_json& schema, std::vector<std::strin
 }
 
 }  // namespace
+
+int SaidEnumValue(std::string_view request, const std::vector<nlohmann::json>& values) {
+  auto fold = [](char c) { return c >= 'A' && c <= 'Z' ? char(c + ('a' - 'A')) : c; };
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || static_cast<unsigned char>(c) >= 0x80; };
+  int said = -1;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!values[i].is_string()) continue;
+    const std::string& v = values[i].get_ref<const std::string&>();
+    if (v.size() < 3) continue;
+    bool found = false;
+    for (size_t at = 0; !found && at + v.size() <= request.size(); ++at) {
+      size_t k = 0;
+      while (k < v.size() && fold(request[at + k]) == fold(v[k])) ++k;
+      found = k == v.size() && (at == 0 || !word(request[at - 1])) && (at + k == request.size() || !word(request[at + k]));
+    }
+    if (!found) continue;
+    if (said >= 0) return -1;  // several
+    said = int(i);
+  }
+  return said;
+}
 
 std::vector<std::string> LexicalTerms(std::string_view text) {
   std::vector<std::string> out;

@@ -34,6 +34,12 @@ std::string RetrievalToolText(std::string_view tool_json);  // the compact JSON 
 // small head ranks tools it never saw no better than word overlap does
 // (measured in docs/agent.md), and the two err on different requests.
 std::vector<std::string> LexicalTerms(std::string_view text);
+
+// The index of the one string value in `values` (an enum's; 3 bytes or more)
+// that `request` says as a whole phrase, word-bounded and case aside
+// ("weather in Chicago in fahrenheit", [celsius, fahrenheit] -> 1); -1 when
+// none or several are said.
+int SaidEnumValue(std::string_view request, const std::vector<nlohmann::json>& values);
 // The terms of one tool schema ({"name", "description", "parameters"}),
 // nested properties and array items included.
 std::vector<std::string> ToolLexicalTerms(const nlohmann::ordered_json& tool);

@@ -81,6 +81,16 @@ TEST(Lexical, ScoresRankByTheQuerysDistinctiveWords) {
 }
 
 
+TEST(Lexical, AnEnumValueSaidAsAWholePhrase) {
+  const std::vector<nlohmann::json> units{"celsius", "fahrenheit"}, modes{"walking", "driving", "on", 3};
+  EXPECT_EQ(SaidEnumValue("weather in Chicago in Fahrenheit please", units), 1);
+  EXPECT_EQ(SaidEnumValue("celsius, please", units), 0);
+  EXPECT_EQ(SaidEnumValue("fahrenheitish weather", units), -1);          // not a whole word
+  EXPECT_EQ(SaidEnumValue("celsius or fahrenheit?", units), -1);         // several
+  EXPECT_EQ(SaidEnumValue("turn it on, walking directions", modes), 0);  // "on" is too short to count
+  EXPECT_EQ(SaidEnumValue("", units), -1);
+}
+
 TEST(Identifiers, ToolsRequiringAnIdentifierArgument) {
   auto tool = [](const char* props, const char* required) {
     return nlohmann::ordered_json::parse(std::string(R"({"name":"t","parameters":{"type":"object","properties":)") + props +

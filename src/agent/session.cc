@@ -577,12 +577,21 @@ void Session::ExcludeRepeatedValue() {
   if (any) mask_.swap(distinct_mask_);
 }
 
+bool Session::SaysOneEnumValue(uint32_t node) const {
+  if (!(opt_.enum_word_bias > 0.0f) || planned_calls_ != 1) return false;
+  return SaidEnumValue(request_, matcher_->grammar().nodes[node].values) >= 0;
+}
+
 std::string Session::UnwrittenSaidValueKey(uint32_t args_node, uint64_t written) const {
   const grammar::ToolGrammar& g = matcher_->grammar();
   const grammar::Node& n = g.nodes[args_node];
   if (n.kind != grammar::NodeKind::kObject) return "";
   for (size_t i = 0; i < n.prop_names.size() && i < 64; ++i) {
     if ((written >> i) & 1) continue;
+    if (g.nodes[n.prop_nodes[i]].kind == grammar::NodeKind::kLiteral) {
+      if (SaysOneEnumValue(n.prop_nodes[i])) return n.prop_names[i];
+      continue;
+    }
     const bool number = g.nodes[n.prop_nodes[i]].kind == grammar::NodeKind::kNumber;
     if (!std::isinf(number ? opt_.quantity_bias : opt_.date_time_bias)) continue;
     const std::vector<std::string>* values = SaidValues(n.prop_nodes[i]);
@@ -1327,6 +1336,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     // loop) may not have planned them all, so it sets no maximum; one without
     // a plan (another model's free-form reasoning) sets nothing.
     const uint32_t planned = PlannedCalls(reasoning);
+    planned_calls_ = planned;
     if (planned > 0) matcher_->SetCallCount(planned, next == int32_t(kThinkEndId) ? planned : 0);
   }
   std::vector<int32_t> call;
@@ -1383,13 +1393,28 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     // arguments without it (it leaves optional ones out): the key is written
     // instead, and the value rule picks the value. Only as the arguments close, so the model's own
     // order of keys stays (forcing the key first disturbed the others).
-    if ((std::isinf(opt_.date_time_bias) || std::isinf(opt_.quantity_bias)) && call.size() + 8 < call_budget &&
+    if ((std::isinf(opt_.date_time_bias) || std::isinf(opt_.quantity_bias) || (opt_.enum_word_bias > 0.0f && planned_calls_ == 1)) &&
+        call.size() + 8 < call_budget &&
         matcher_->ClosesArguments(tok.TokenBytes(id))) {
       uint64_t written = 0;
       bool opened = false;
       std::string bytes;  // what must come before the key
       int32_t args = matcher_->BetweenArguments(&written, &opened);
       if (args < 0 && matcher_->ArgumentsPending(&bytes)) args = int32_t(matcher_->grammar().tools()[size_t(matcher_->NamedTool())].args);
+      if (args < 0) {
+        // The token ends a value and the arguments at once (`"}}]`): its
+        // bytes before the closing brace come first.
+        const std::string_view token = tok.TokenBytes(id);
+        if (const size_t close = matcher_->ArgumentsCloseAt(token); close != std::string_view::npos && close > 0) {
+          grammar::GrammarState at;
+          at.CopyFrom(matcher_->state());
+          if (matcher_->AcceptBytes(token.substr(0, close))) {
+            args = matcher_->BetweenArguments(&written, &opened);
+            if (args >= 0) bytes.assign(token.substr(0, close));
+          }
+          matcher_->RestoreState(at);
+        }
+      }
       if (const std::string key = args >= 0 ? UnwrittenSaidValueKey(uint32_t(args), written) : ""; !key.empty()) {
         bytes += std::string(!opened ? "{" : written ? "," : "") + nlohmann::json(key).dump() + ":";
         std::vector<int32_t> forced;

@@ -325,7 +325,8 @@ class Session {
   // Between a call's arguments: the key of an unwritten argument that has
   // SaidValues (dates and times with date_time_bias a rule, quantities with
   // quantity_bias a rule) while the conversation says such a value that the
-  // calls do not hold yet; "" else.
+  // calls do not hold yet, or an unwritten enum whose value the request says
+  // (SaysOneEnumValue; enum_word_bias then favours that value); "" else.
   std::string UnwrittenSaidValueKey(uint32_t args_node, uint64_t written) const;
   // Inside a string argument (no format or pattern) of the call being
   // written: removes from mask_ the tokens that would repeat the value of
@@ -333,6 +334,11 @@ class Session {
   // value, case aside; or start the value with the whole of an earlier
   // one-word value, or a piece of it). Leaves mask_ alone when it would empty it.
   void ExcludeRepeatedValue();
+  // An enum (kLiteral `node`) exactly one of whose string values (3 bytes or
+  // more) the request says as a whole phrase, case aside, in a turn whose
+  // plan has one call (with enum_word_bias > 0): "weather in Chicago in
+  // fahrenheit" and units [celsius, fahrenheit].
+  bool SaysOneEnumValue(uint32_t node) const;
   // enum_favoured_ for this request (request_terms_), every enum at once.
   void ScoreEnumValues();
   // Inside an enum value: sets enum_mask_ to the allowed tokens that fit a
@@ -370,6 +376,7 @@ class Session {
   std::vector<float> name_base_;  // [tools] this turn: the naming score before any is spent
   std::vector<uint8_t> takes_id_;  // [tools] TakesAnIdentifier
   std::string request_;                  // the last user request (Restore ranks it again)
+  uint32_t planned_calls_ = 0;           // the calls this turn's reasoning planned (0: no plan)
   std::vector<int64_t> request_starts_;  // cache counter where each of the last window_requests requests began
   bool id_said_ = false;            // a recent text SaysAnIdentifier
   std::vector<float> name_scores_;  // [tools] this turn: score of active tools, -inf otherwise

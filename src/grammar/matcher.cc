@@ -638,17 +638,17 @@ bool GrammarMatcher::NameCandidates(std::string_view bytes, uint32_t* rank_lo, u
   return false;
 }
 
-bool GrammarMatcher::ClosesArguments(std::string_view bytes) const {
+size_t GrammarMatcher::ArgumentsCloseAt(std::string_view bytes) const {
   GrammarState s;
   s.CopyFrom(state_);
   const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), nullptr, min_calls_, max_calls_};
   bool inside = s.depth >= 3;
-  for (char c : bytes) {
-    if (!StepImpl(cx, s, uint8_t(c))) return false;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (!StepImpl(cx, s, uint8_t(bytes[i]))) return std::string_view::npos;
     if (s.depth >= 3) inside = true;
-    if (inside && s.depth < 3) return true;
+    if (inside && s.depth < 3) return i;
   }
-  return false;
+  return std::string_view::npos;
 }
 
 bool GrammarMatcher::ArgumentsPending(std::string* rest) const {

@@ -143,7 +143,10 @@ class GrammarMatcher {
 
   // Would these bytes (a token's) close the current call's arguments object
   // (opened before or within them)?
-  bool ClosesArguments(std::string_view bytes) const;
+  bool ClosesArguments(std::string_view bytes) const { return ArgumentsCloseAt(bytes) != std::string_view::npos; }
+  // The index in `bytes` of the byte that would close the current call's
+  // arguments object (`"}}]` after a string value: 1), npos when they do not.
+  size_t ArgumentsCloseAt(std::string_view bytes) const;
   // The call is named and its arguments object not yet pushed: *rest = the
   // bytes that complete `,"arguments":` from here (tokens run across it).
   bool ArgumentsPending(std::string* rest) const;

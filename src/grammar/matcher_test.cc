@@ -398,6 +398,13 @@ TEST(Calls, ArgumentsPendingBetweenAndClosing) {
   EXPECT_TRUE(m.ClosesArguments("}]"));
   EXPECT_FALSE(m.ClosesArguments(","));
   EXPECT_FALSE(m.ClosesArguments("x"));  // rejected bytes close nothing
+  EXPECT_EQ(m.ArgumentsCloseAt("}]"), 0u);
+  EXPECT_EQ(m.ArgumentsCloseAt(","), std::string_view::npos);
+  // A token that ends a string value and the arguments at once.
+  GrammarMatcher in_string(g);
+  ASSERT_TRUE(in_string.AcceptBytes(R"([{"name":"steps","arguments":{"n":3,"day":"2025-01-0)"));
+  EXPECT_EQ(in_string.ArgumentsCloseAt(R"(1"}}])"), 2u);
+  EXPECT_EQ(in_string.ArgumentsCloseAt(R"(1")"), std::string_view::npos);
 }
 
 TEST(Enum, MixedTypesAndNumbersThatArePrefixes) {
