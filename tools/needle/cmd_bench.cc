@@ -19,6 +19,7 @@
 #include "io/cact_archive.h"
 #include "kv/budget.h"
 #include "model/fast_model.h"
+#include "progress.h"
 #include "text/prompt.h"
 #include "text/tokenizer.h"
 
@@ -149,6 +150,8 @@ int RunBench(int argc, char** argv) {
                 threads, CqKernelTarget(), opt.fp32 ? ", fp32 path" : "");
     std::printf("%6s %10s %12s %12s %10s %12s\n", "turn", "tokens", "prefill t/s", "decode t/s", "rss MB", "cache MB");
   }
+  ProgressLine progress("bench", size_t(turns));
+  const Clock run_clock;
   for (long long turn = 0; turn < turns; ++turn) {
     const std::string user = kUserMessages[turn % std::size(kUserMessages)];
     const std::vector<int32_t> user_ids = encode(turn == 0 ? FirstQueryText(user) : UserTurnText(user), 20);
@@ -175,12 +178,9 @@ int RunBench(int argc, char** argv) {
       std::printf("%6lld %10lld %12.0f %12.0f %10.1f %12.2f\n", turn + 1, (long long)st->cache().tokens(), ptoks / pt,
                   double(gen) / t_gen, rss, st->cache().bytes() / 1e6);
     }
-    // Progress bar on stderr.
-    const int width = 40, filled = int(width * (turn + 1) / turns);
-    std::fprintf(stderr, "\r[%s%s] %lld/%lld turns", std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), turn + 1, turns);
+    progress.Update(size_t(turn + 1), run_clock.Seconds(), "turns");
   }
-  std::fprintf(stderr, "\n");
+  progress.Finish();
   auto mean_decode = [&](size_t b, size_t e) {
     double s = 0;
     for (size_t i = b; i < e; ++i) s += per_turn[i].decode_tps;

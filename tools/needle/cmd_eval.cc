@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "decoding_flags.h"
 #include "paired_outcomes.h"
+#include "progress.h"
 
 namespace needle::cli {
 namespace {
@@ -281,6 +282,7 @@ int RunEval(int argc, char** argv) {
   const bool want_rollouts = args.Has("rollouts"), want_preds = args.Has("out");
   std::atomic<size_t> next{0}, done{0};
   const auto t0 = std::chrono::steady_clock::now();
+  ProgressLine progress("eval", examples.size());
   auto worker = [&]() {
     Score local, l1, lN;
     PairedOutcomes p_exact, p_selection;
@@ -364,10 +366,7 @@ int RunEval(int argc, char** argv) {
       const size_t d = ++done;
       if (d % 5 == 0 || d == examples.size()) {
         std::lock_guard<std::mutex> lock(mu);
-        const int width = 30, fill = int(width * d / examples.size());
-        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::fprintf(stderr, "\reval [%.*s%*s] %zu/%zu  %.0f s, ETA %.0f s ", fill, "##############################", width - fill, "",
-                     d, examples.size(), secs, secs / d * (examples.size() - d));
+        progress.Update(d, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), "examples");
       }
     }
     std::lock_guard<std::mutex> lock(mu);
@@ -385,7 +384,7 @@ int RunEval(int argc, char** argv) {
   for (IndexedLines* lines : {&failures, &rollouts, &predictions}) {
     std::stable_sort(lines->begin(), lines->end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   }
-  std::fprintf(stderr, "\n");
+  progress.Finish();
   ojson report = total.Report();
   report["examples"] = examples.size();
   report["seconds"] = std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
