@@ -1,7 +1,6 @@
 #include "agent/retrieval.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/hash.h"
+#include "grammar/copy_source.h"
 #include "io/cact_archive.h"  // WriteFileAtomically
 
 namespace needle {
@@ -141,8 +141,9 @@ void AddSchemaTerms(const nlohmann::ordered_json& schema, std::vector<std::strin
 }  // namespace
 
 int SaidEnumValue(std::string_view request, const std::vector<nlohmann::json>& values) {
-  auto fold = [](char c) { return c >= 'A' && c <= 'Z' ? char(c + ('a' - 'A')) : c; };
-  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || static_cast<unsigned char>(c) >= 0x80; };
+  using grammar::CopySource;  // (Fold, IsWordByte: what a copy counts as a word)
+  auto fold = [](char c) { return CopySource::Fold(uint8_t(c)); };
+  auto word = [](char c) { return CopySource::IsWordByte(uint8_t(c)); };
   int said = -1;
   for (size_t i = 0; i < values.size(); ++i) {
     if (!values[i].is_string()) continue;

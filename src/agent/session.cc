@@ -536,6 +536,12 @@ void Session::ExcludeRepeatedValue() {
   bool opened = false;
   const int32_t node = matcher_->OpenString(&opened);
   if (node < 0) return;
+  if (opened) {
+    // Decided as the value starts (its quote, maybe spaces, end the call so
+    // far): once it has content, nothing to scan on each further token.
+    const size_t last = call_bytes_.find_last_not_of(' ');
+    if (last == std::string::npos || call_bytes_[last] != '"') return;
+  }
   const grammar::Node& n = matcher_->grammar().nodes[size_t(node)];
   if (!n.format.empty() || !n.pattern.empty()) return;  // (dates, times, codes: the value rules' or the pattern's)
   for (const auto& [described, format] : described_formats_) {

@@ -328,11 +328,11 @@ class Session {
   // calls do not hold yet, or an unwritten enum whose value the request says
   // (SaysOneEnumValue; enum_word_bias then favours that value); "" else.
   std::string UnwrittenSaidValueKey(uint32_t args_node, uint64_t written) const;
-  // Inside a string argument (no format or pattern) of the call being
-  // written: removes from mask_ the tokens that would repeat the value of
-  // another string argument of that call (close the string on the same
-  // value, case aside; or start the value with the whole of an earlier
-  // one-word value, or a piece of it). Leaves mask_ alone when it would empty it.
+  // As a required string argument's value (no format or pattern) of the
+  // call being written starts: removes from mask_ the tokens that would start
+  // it with the whole of another required argument's one-word value in that
+  // call, or a piece of it (case and leading spaces aside). Leaves mask_
+  // alone when it would empty it.
   void ExcludeRepeatedValue();
   // An enum (kLiteral `node`) exactly one of whose string values (3 bytes or
   // more) the request says as a whole phrase, case aside, in a turn whose
