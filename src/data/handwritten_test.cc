@@ -1,5 +1,5 @@
-// data/eval/handwritten.jsonl is read by hand and by `needle eval`: every line
-// must be an example the engine accepts, with gold calls its schemas allow.
+// data/eval/handwritten*.jsonl are read by hand and by `needle eval`: every
+// line must be an example the engine accepts, with gold calls its schemas allow.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -12,9 +12,10 @@
 namespace needle::data {
 namespace {
 
-TEST(Handwritten, EveryCaseIsAValidExample) {
-  std::ifstream in(std::string(NEEDLE_SOURCE_DIR) + "/data/eval/handwritten.jsonl");
-  ASSERT_TRUE(in) << "data/eval/handwritten.jsonl is missing";
+void ExpectEveryCaseValid(const std::string& name) {
+  SCOPED_TRACE(name);
+  std::ifstream in(std::string(NEEDLE_SOURCE_DIR) + "/data/eval/" + name);
+  ASSERT_TRUE(in) << "data/eval/" << name << " is missing";
   std::string line;
   size_t cases = 0, refusals = 0;
   std::set<std::string> queries;
@@ -34,6 +35,9 @@ TEST(Handwritten, EveryCaseIsAValidExample) {
   EXPECT_GE(cases, 50u);
   EXPECT_GE(refusals, 5u);
 }
+
+TEST(Handwritten, EveryCaseIsAValidExample) { ExpectEveryCaseValid("handwritten.jsonl"); }
+TEST(Handwritten, EveryBlindCaseIsAValidExample) { ExpectEveryCaseValid("handwritten-blind.jsonl"); }
 
 }  // namespace
 }  // namespace needle::data
