@@ -292,7 +292,7 @@ TokenizerModel RunsOfA() {
 TEST(Tokenizer, TenMegabytesInLinearTime) {
 #ifdef NEEDLE_UNDER_ASAN
   // A time bound, which the release run checks; under the sanitizers it is
-  // their slowest test and says nothing more (the fuzzer feeds long inputs).
+  // one of the slowest tests and says nothing more (the fuzzer feeds long inputs).
   GTEST_SKIP() << "a time bound: checked by the release build";
 #endif
   // 10x the input: linear is 10x, n log n ~12x, quadratic at least 100x. The
