@@ -38,6 +38,7 @@ void ExpectEveryCaseValid(const std::string& name) {
 
 TEST(Handwritten, EveryCaseIsAValidExample) { ExpectEveryCaseValid("handwritten.jsonl"); }
 TEST(Handwritten, EveryBlindCaseIsAValidExample) { ExpectEveryCaseValid("handwritten-blind.jsonl"); }
+TEST(Handwritten, EverySecondBlindCaseIsAValidExample) { ExpectEveryCaseValid("handwritten-blind2.jsonl"); }
 
 }  // namespace
 }  // namespace needle::data
