@@ -60,12 +60,14 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : m
   // Free reasoning may use any text token, and </think> to stop: no control
   // pieces, no other chat marker (they would break the turn structure).
   text_mask_.assign(model_->trie()->mask_words(), 0);
+  quote_mask_.assign(model_->trie()->mask_words(), 0);
   for (int32_t id = 0; id < std::min(V, tok.vocab_size()); ++id) {
     const PieceType t = tok.Type(id);
     if (t == PieceType::kControl || t == PieceType::kUnknown) continue;
     if (id >= int32_t(kImStartId) && id <= int32_t(kToolResultEndId) && id != int32_t(kThinkEndId)) continue;
     if (tok.TokenBytes(id).empty() && id != int32_t(kThinkEndId)) continue;
     MaskSet(text_mask_.data(), id);
+    if (tok.TokenBytes(id).find('\'') != std::string_view::npos) MaskSet(quote_mask_.data(), id);
   }
   if (const HeadWeights* c = model_->confidence()) {
     confidence_pool_ = ProbePool(*c);
@@ -352,6 +354,148 @@ void ReasoningSpan::Feed(const grammar::CopySource& source, std::string_view byt
   }
 }
 
+namespace {
+
+bool EqualFolded(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (grammar::CopySource::Fold(uint8_t(a[i])) != grammar::CopySource::Fold(uint8_t(b[i]))) return false;
+  }
+  return true;
+}
+
+// Up to kMax words of `text` (runs of word bytes); false when it has more.
+struct SpanWords {
+  static constexpr size_t kMax = 24;
+  std::string_view at[kMax];
+  size_t n = 0;
+  bool Split(std::string_view text) {
+    n = 0;
+    for (size_t i = 0; i < text.size();) {
+      if (!grammar::CopySource::IsWordByte(uint8_t(text[i]))) {
+        ++i;
+        continue;
+      }
+      size_t j = i;
+      while (j < text.size() && grammar::CopySource::IsWordByte(uint8_t(text[j]))) ++j;
+      if (n == kMax) return false;
+      at[n++] = text.substr(i, j - i);
+      i = j;
+    }
+    return true;
+  }
+  // Are a's words a contiguous run of b's?
+  static bool Inside(const SpanWords& a, const SpanWords& b) {
+    if (a.n == 0 || a.n > b.n) return false;
+    for (size_t s = 0; s + a.n <= b.n; ++s) {
+      size_t k = 0;
+      while (k < a.n && EqualFolded(a.at[k], b.at[s + k])) ++k;
+      if (k == a.n) return true;
+    }
+    return false;
+  }
+};
+
+// Words a span may share with another without saying the same thing ("the
+// workbench" after "the small wrench"). (A word still being written counts
+// as what it is so far: "th" is content, "the" is not.)
+bool IsFunctionWord(std::string_view w) {
+  static constexpr std::string_view kWords[] = {"a", "an", "the", "to", "of", "in", "on", "at", "for", "from", "with", "by", "and", "or", "my", "me", "your", "our", "this", "that"};
+  for (std::string_view f : kWords)
+    if (EqualFolded(w, f)) return true;
+  return false;
+}
+
+}  // namespace
+
+bool RepeatedSpanCheck::Read(std::string_view written) {
+  const size_t bar = written.rfind(" |");
+  const std::string_view segment = bar == std::string_view::npos ? written : written.substr(bar + 2);
+  // The spans as ReasoningSpan reads them: open at a quote after a space,
+  // closed at the next quote unless a word byte follows it (an apostrophe).
+  spans_ = 0;
+  size_t start = 0;
+  bool open = false;
+  char prev = ' ';
+  for (size_t i = 0; i < segment.size(); ++i) {
+    const char c = segment[i];
+    if (!open) {
+      if (c == '\'' && prev == ' ') {
+        open = true, start = i + 1;
+      } else if (prev == '\'' && spans_ > 0 && closed_[spans_ - 1].data() + closed_[spans_ - 1].size() == segment.data() + i - 1 &&
+                 grammar::CopySource::IsWordByte(uint8_t(c))) {
+        open = true, start = size_t(closed_[--spans_].data() - segment.data());  // an apostrophe: the span goes on
+      }
+    } else if (c == '\'') {
+      open = false;
+      if (spans_ == kMaxSpans) return false;
+      closed_[spans_++] = segment.substr(start, i - start);
+    }
+    prev = c;
+  }
+  open_ = open ? segment.substr(start) : std::string_view();
+  open_now_ = open;
+  // An open span so far off every earlier one stays off them until it closes.
+  // (Function words alone, "the", may still go on along one.)
+  SpanWords words;
+  bool content = false;
+  if (open && words.Split(open_)) {
+    for (size_t k = 0; k < words.n && !content; ++k) content = !IsFunctionWord(words.at[k]);
+  }
+  runs_along_ = open && spans_ > 0 && (!content || Repeats("", false));
+  return spans_ > 0;
+}
+
+bool RepeatedSpanCheck::TokenRepeats(std::string_view bytes, char prev) const {
+  size_t from = 0;
+  if (!open_now_) {
+    // A token that opens a span (a quote after a space) starts a new one.
+    size_t q = 0;
+    for (; q < bytes.size(); ++q)
+      if (bytes[q] == '\'' && (q == 0 ? prev : bytes[q - 1]) == ' ') break;
+    if (q == bytes.size()) return false;
+    from = q + 1;
+  }
+  const std::string_view rest = bytes.substr(from);
+  const size_t q = rest.find('\'');
+  const bool closes = q != std::string_view::npos && !(q + 1 < rest.size() && grammar::CopySource::IsWordByte(uint8_t(rest[q + 1])));
+  return Repeats(closes ? rest.substr(0, q) : rest, closes, !open_now_);
+}
+
+bool RepeatedSpanCheck::Repeats(std::string_view more, bool closes, bool fresh) const {
+  const std::string_view open = fresh ? std::string_view() : open_;
+  char text[256];  // the open span and `more` (a bounded copy: no allocation)
+  if (open.size() + more.size() > sizeof(text)) return false;
+  std::memcpy(text, open.data(), open.size());
+  std::memcpy(text + open.size(), more.data(), more.size());
+  const std::string_view span_text(text, open.size() + more.size());
+  SpanWords span, earlier;
+  if (!span.Split(span_text) || span.n == 0) return false;
+  // The last word may go on unless the span closes or a non-word byte ends it.
+  const bool partial = !closes && grammar::CopySource::IsWordByte(uint8_t(span_text.back()));
+  bool content = false;
+  for (size_t k = 0; k < span.n && !content; ++k) content = !IsFunctionWord(span.at[k]);
+  for (size_t e = 0; e < spans_; ++e) {
+    if (!earlier.Split(closed_[e]) || earlier.n == 0) continue;
+    // The span so far runs along the earlier one's words (its last word a
+    // prefix of theirs while it may go on) ...
+    for (size_t at = 0; content && at + span.n <= earlier.n; ++at) {
+      size_t k = 0;
+      for (; k < span.n; ++k) {
+        const std::string_view w = span.at[k], v = earlier.at[at + k];
+        if (!(partial && k + 1 == span.n ? w.size() <= v.size() && EqualFolded(w, v.substr(0, w.size())) : EqualFolded(w, v))) break;
+      }
+      if (k == span.n) return true;
+    }
+    // ... or, closed, holds them.
+    if (closes && SpanWords::Inside(earlier, span)) {
+      for (size_t k = 0; k < earlier.n; ++k)
+        if (!IsFunctionWord(earlier.at[k])) return true;
+    }
+  }
+  return false;
+}
+
 double DecoderLogProb(std::span<const float> logits, std::span<const uint32_t> allowed, const uint32_t* bonus, float bias,
                       int32_t chosen) {
   auto value = [&](size_t j) {
@@ -512,14 +656,6 @@ bool ArgumentValuesSoFar(std::string_view calls, std::vector<std::pair<std::stri
   }
   *content = {};
   return after_colon && depth == 3;
-}
-
-bool EqualFolded(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (grammar::CopySource::Fold(uint8_t(a[i])) != grammar::CopySource::Fold(uint8_t(b[i]))) return false;
-  }
-  return true;
 }
 
 bool IsOneWord(std::string_view v) {
@@ -829,11 +965,24 @@ void Session::ReasoningCandidates(const ReasoningCursor& c, StepCandidates& out)
   }
   if (c.head_open) return HeadCandidates(std::string_view(c.bytes).substr(c.head_start), out);
   const uint32_t* allowed = copying ? copy_mask_.data() : text_mask_.data();
-  for (size_t w = 0; w < mask_.size(); ++w) {
-    for (uint32_t bits = allowed[w]; bits; bits &= bits - 1) {
-      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
-      if (size_t(id) < logits_.size()) out.Add(id, logits_[size_t(id)], false, -1);
+  const Tokenizer& tok = model_->tokenizer();
+  const bool spans = opt_.distinct_plan_spans && !c.head_open && span_check_.Read(c.bytes);
+  // (Unless the rule leaves no token: then any.)
+  for (bool distinct = spans;; distinct = false) {
+    for (size_t w = 0; w < mask_.size(); ++w) {
+      for (uint32_t bits = allowed[w]; bits; bits &= bits - 1) {
+        const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
+        if (size_t(id) >= logits_.size()) continue;
+        // (Only a token with a quote opens or closes a span; inside one, any
+        // token may go on along an earlier span while the span so far does.)
+        if (distinct && (span_check_.AnyTokenMay() || ((quote_mask_[w] >> (id & 31)) & 1)) &&
+            span_check_.TokenRepeats(tok.TokenBytes(id), c.bytes.empty() ? ' ' : c.bytes.back())) {
+          continue;
+        }
+        out.Add(id, logits_[size_t(id)], false, -1);
+      }
     }
+    if (out.n > 0 || !distinct) break;
   }
 }
 

@@ -140,6 +140,12 @@ struct SessionOptions {
   // same call (ExcludeRepeatedValue): the model writes "USD" as both
   // currencies of a conversion, the street as the city. false: allowed.
   bool distinct_argument_values = true;
+  // A quoted span of the reasoning's plan does not run along the words of an
+  // earlier span of the same call's plan, nor hold them (RepeatedSpanCheck):
+  // the model, unsure, writes "'Bohemian Rhapsody' -> title; 'Bohemian
+  // Rhapsody' -> artist"; the generator's plans almost never do (6 of
+  // 20,000). false: allowed.
+  bool distinct_plan_spans = true;
   // Inside a string argument naming an identifier ("track_id", "contactId")
   // after a tool result, logit bonus for the tokens that write the
   // identifier of the record whose words the request says (RecordNamedBy:
@@ -183,6 +189,32 @@ struct ReasoningSpan {
   uint32_t state = grammar::CopySource::kDead;
   char prev = ' ';
   void Feed(const grammar::CopySource& source, std::string_view bytes);
+};
+
+// The quoted spans of the call plan being written (the reasoning after its
+// last " | "), read once per step, then asked about each candidate token: a
+// new span may not run along an earlier span's words (equal, or inside it)
+// nor, when it closes, hold them; function words ("the", "to") alone repeat
+// freely. Views into the reasoning: valid while it is unchanged.
+class RepeatedSpanCheck {
+ public:
+  // False when the plan has no closed span yet (nothing to check).
+  bool Read(std::string_view written);
+  // Whether the open span (a new one when `fresh`), extended by `more` (and
+  // closed after it when `closes`), repeats an earlier span.
+  bool Repeats(std::string_view more, bool closes, bool fresh = false) const;
+  // Whether the next token `bytes` (after the byte `prev`) makes the open
+  // span, or the one it opens, repeat an earlier span.
+  bool TokenRepeats(std::string_view bytes, char prev) const;
+  // Whether a token without a quote may repeat (the open span is empty or
+  // runs along an earlier one so far); otherwise only tokens with a quote can.
+  bool AnyTokenMay() const { return runs_along_; }
+
+ private:
+  static constexpr size_t kMaxSpans = 16;
+  std::string_view closed_[kMaxSpans], open_;
+  size_t spans_ = 0;
+  bool open_now_ = false, runs_along_ = false;
 };
 
 // log P(chosen) under the decoder's distribution of one step: the logits of
@@ -445,6 +477,7 @@ class Session {
   // logits and pool into the session's).
   void Reason(const ReasoningRules& rules);
   void ReasoningCandidates(const ReasoningCursor& c, StepCandidates& out);
+  RepeatedSpanCheck span_check_;  // (ReasoningCandidates: the plan's spans this step)
   // Takes candidate k (nullptr: none was allowed) with log-probability lp:
   // the plan's heads move on, the token is fed.
   void AdvanceReasoning(ReasoningCursor& c, const StepCandidate* k, double lp, const ReasoningRules& rules);
@@ -500,6 +533,7 @@ class Session {
   // Decode buffers, sized once per model.
   std::vector<float> logits_;
   std::vector<uint32_t> mask_, text_mask_, copy_mask_, enum_mask_, value_mask_, distinct_mask_;
+  std::vector<uint32_t> quote_mask_;  // tokens whose bytes hold a quote (they open and close plan spans)
   std::vector<std::pair<std::string_view, std::string_view>> written_values_;  // ExcludeRepeatedValue's scratch (key, value: views into call_bytes_)
   std::vector<uint32_t> copy_walk_;  // [trie max depth + 1]
 };

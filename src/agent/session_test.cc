@@ -965,6 +965,45 @@ TEST(Session, ReasoningSpansReadApostrophesAsPartOfTheCopy) {
   EXPECT_FALSE(other.open);
 }
 
+// A plan span may not run along an earlier span's words nor hold them; other
+// calls' spans, function words and spans that only share a prefix are free.
+TEST(Session, RepeatedSpanCheckKeepsANewSpanOffEarlierOnes) {
+  RepeatedSpanCheck check;
+  EXPECT_FALSE(check.Read("play_song: 'Bohemian"));  // no span closed before it
+  // Between spans: a token that opens one ("'Boh" after a space) is a new span.
+  ASSERT_TRUE(check.Read("play_song: 'Bohemian Rhapsody' -> title;"));
+  EXPECT_TRUE(check.TokenRepeats(" 'Boh", ';'));
+  EXPECT_TRUE(check.TokenRepeats("'Bohemian Rhapsody'", ' '));
+  EXPECT_FALSE(check.TokenRepeats(" 'Queen'", ';'));
+  EXPECT_FALSE(check.TokenRepeats(" ->", ';'));
+  ASSERT_TRUE(check.Read("play_song: 'Bohemian Rhapsody' -> title; '"));
+  EXPECT_TRUE(check.Repeats("Boh", false));                  // may only go on as "Bohemian"
+  EXPECT_TRUE(check.TokenRepeats("Rhapsody' ->", 'x'));       // closes on a repeat
+  EXPECT_FALSE(check.TokenRepeats("Queen' ->", 'x'));
+  EXPECT_TRUE(check.Repeats("bohemian rhapsody", true));     // equal, case folded
+  EXPECT_TRUE(check.Repeats("Rhapsody", true));              // inside it
+  EXPECT_FALSE(check.Repeats("Queen", true));
+  EXPECT_FALSE(check.Repeats("Boheme", false));              // not a prefix of its word
+  EXPECT_FALSE(check.Repeats("the", false));                 // a function word alone
+  ASSERT_TRUE(check.Read("book_hotel: 'Rome' -> city; 'hotel in"));
+  EXPECT_FALSE(check.Repeats(" ", false));
+  EXPECT_TRUE(check.Repeats(" Rome", true));                 // closed, it holds "Rome"
+  EXPECT_FALSE(check.Repeats(" Rome", false));               // (open, it may still be read as a new place)
+  // Spans of the previous call's plan, and apostrophes inside a span.
+  ASSERT_TRUE(check.Read("a: 'Maria' -> to | b: 'I'll be late' -> body; '"));
+  EXPECT_FALSE(check.Repeats("Maria", true));
+  EXPECT_TRUE(check.Repeats("I'll", false));
+  EXPECT_TRUE(check.Repeats("be late", true));
+  ASSERT_TRUE(check.Read("c: 'the small wrench' -> what; 'the"));
+  EXPECT_TRUE(check.AnyTokenMay());  // "the" may still go on as "the small"
+  EXPECT_FALSE(check.Repeats(" workbench", true));
+  EXPECT_TRUE(check.Repeats(" small", false));
+  ASSERT_TRUE(check.Read("c: 'the small wrench' -> what; 'the work"));
+  EXPECT_FALSE(check.AnyTokenMay());  // off the earlier span: only a closing quote could repeat
+  ASSERT_TRUE(check.Read("c: 'the small wrench' -> what; "));
+  EXPECT_FALSE(check.AnyTokenMay());  // no span open: only a token that opens one
+}
+
 // The confidence's call probability is the decoder's: the bonus that made a
 // token win counts as the decoder's preference, not as the model's doubt.
 TEST(Session, DecoderLogProbCountsTheBonus) {

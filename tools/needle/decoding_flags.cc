@@ -24,6 +24,7 @@ std::vector<FlagSpec> DecodingFlags() {
       {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
       {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
       {"allow-repeated-values", "", "let a string argument repeat another's value in the same call (by default it may not)"},
+      {"allow-repeated-spans", "", "let a plan span repeat, hold or lie inside an earlier span of the same call's plan (by default it may not)"},
       {"free-reasoning-names", "", "let the reasoning name any tool (by default its head is a declared tool's name or a refusal)"},
       {"reasoning-refusal-penalty", "P", "logit penalty on a reasoning that starts as a refusal (default 2)"},
       {"reasoning-beams", "N",
@@ -50,6 +51,7 @@ void ReadDecodingFlags(const Args& args, SessionOptions& o) {
   number("enum-word-bias", o.enum_word_bias);
   o.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
   o.distinct_argument_values = !args.Has("allow-repeated-values");
+  o.distinct_plan_spans = !args.Has("allow-repeated-spans");
   o.reasoning_names = !args.Has("free-reasoning-names");
   number("reasoning-refusal-penalty", o.reasoning_refusal_penalty);
   o.window_requests = static_cast<uint32_t>(args.GetInt("window-requests", o.window_requests));
