@@ -38,7 +38,8 @@ bool Digit(unsigned char c) { return c >= '0' && c <= '9'; }
 bool WordByte(unsigned char c) { return Upper(c) || Lower(c) || Digit(c) || c >= 0x80; }
 
 // Plural and verb endings, so "switches"/"switch" and "dimming"/"dim" meet
-// (the prefix match in Matches covers what this leaves, e.g. "minut"/"minute").
+// (Matches covers what this leaves: "minut"/"minute" by prefix,
+// "navigate"/"navigation" by a long common start).
 std::string Stem(std::string w) {
   auto strip = [&](std::string_view suffix, size_t min_left) {
     if (w.size() >= suffix.size() + min_left && w.compare(w.size() - suffix.size(), suffix.size(), suffix) == 0) {
@@ -57,7 +58,12 @@ bool Matches(const std::string& a, const std::string& b) {
   if (a == b) return true;
   const std::string& shorter = a.size() < b.size() ? a : b;
   const std::string& longer = a.size() < b.size() ? b : a;
-  return shorter.size() >= 4 && longer.compare(0, shorter.size(), shorter) == 0;
+  if (shorter.size() >= 4 && longer.compare(0, shorter.size(), shorter) == 0) return true;
+  // Derived forms that change the stem's last letters: "navigate" /
+  // "navigation", "reserve" / "reservation", "subscribe" / "subscription".
+  size_t common = 0;
+  while (common < shorter.size() && shorter[common] == longer[common]) ++common;
+  return common >= 5 && common + 2 >= shorter.size();
 }
 
 // Verbs that name the same action: the words sibling tools differ by

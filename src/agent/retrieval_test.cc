@@ -80,6 +80,21 @@ TEST(Lexical, ScoresRankByTheQuerysDistinctiveWords) {
   EXPECT_TRUE(LexicalScores(LexicalTerms("lights"), {}).empty());
 }
 
+// Derived forms whose stems differ in their last letters meet ("navigate" /
+// "navigation"); words that only share a short start do not.
+TEST(Lexical, DerivedFormsOfOneWordMeet) {
+  const std::vector<Terms> tools = {
+      ToolLexicalTerms(ordered_json::parse(R"({"name":"start_navigation","description":"Route to a destination"})")),
+      ToolLexicalTerms(ordered_json::parse(R"({"name":"make_reservation","description":"Reserve a table"})")),
+      ToolLexicalTerms(ordered_json::parse(R"({"name":"open_directory","description":"Browse a folder"})")),
+  };
+  EXPECT_GT(LexicalScores(LexicalTerms("navigate"), tools)[0], 0.0f);
+  EXPECT_GT(LexicalScores(LexicalTerms("reservations"), tools)[1], 0.0f);
+  EXPECT_GT(LexicalScores(LexicalTerms("subscribe"), {ToolLexicalTerms(ordered_json::parse(R"({"name":"add_subscription"})"))})[0], 0.0f);
+  EXPECT_EQ(LexicalScores(LexicalTerms("directions"), tools)[2], 0.0f);  // "direct" is 6 of 9 letters
+  EXPECT_EQ(LexicalScores(LexicalTerms("navy"), tools)[0], 0.0f);
+}
+
 
 TEST(Lexical, AnEnumValueSaidAsAWholePhrase) {
   const std::vector<nlohmann::json> units{"celsius", "fahrenheit"}, modes{"walking", "driving", "on", 3};
