@@ -466,8 +466,8 @@ bool RepeatedSpanCheck::Repeats(std::string_view more, bool closes, bool fresh) 
   const std::string_view open = fresh ? std::string_view() : open_;
   char text[256];  // the open span and `more` (a bounded copy: no allocation)
   if (open.size() + more.size() > sizeof(text)) return false;
-  std::memcpy(text, open.data(), open.size());
-  std::memcpy(text + open.size(), more.data(), more.size());
+  if (!open.empty()) std::memcpy(text, open.data(), open.size());  // (an empty view's data() may be null)
+  if (!more.empty()) std::memcpy(text + open.size(), more.data(), more.size());
   const std::string_view span_text(text, open.size() + more.size());
   SpanWords span, earlier;
   if (!span.Split(span_text) || span.n == 0) return false;
