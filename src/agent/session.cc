@@ -408,12 +408,10 @@ bool IsFunctionWord(std::string_view w) {
 
 }  // namespace
 
-bool RepeatedSpanCheck::Read(std::string_view written) {
-  const size_t bar = written.rfind(" |");
-  const std::string_view segment = bar == std::string_view::npos ? written : written.substr(bar + 2);
+bool RepeatedSpanCheck::ReadSpans(std::string_view segment, bool current, bool* open_at_end) {
   // The spans as ReasoningSpan reads them: open at a quote after a space,
   // closed at the next quote unless a word byte follows it (an apostrophe).
-  spans_ = 0;
+  const size_t first = spans_;
   size_t start = 0;
   bool open = false;
   char prev = ' ';
@@ -422,7 +420,7 @@ bool RepeatedSpanCheck::Read(std::string_view written) {
     if (!open) {
       if (c == '\'' && prev == ' ') {
         open = true, start = i + 1;
-      } else if (prev == '\'' && spans_ > 0 && closed_[spans_ - 1].data() + closed_[spans_ - 1].size() == segment.data() + i - 1 &&
+      } else if (prev == '\'' && spans_ > first && closed_[spans_ - 1].data() + closed_[spans_ - 1].size() == segment.data() + i - 1 &&
                  grammar::CopySource::IsWordByte(uint8_t(c))) {
         open = true, start = size_t(closed_[--spans_].data() - segment.data());  // an apostrophe: the span goes on
       }
@@ -433,7 +431,43 @@ bool RepeatedSpanCheck::Read(std::string_view written) {
     }
     prev = c;
   }
-  open_ = open ? segment.substr(start) : std::string_view();
+  if (current) {
+    open_ = open ? segment.substr(start) : std::string_view();
+    *open_at_end = open;
+  }
+  return true;
+}
+
+namespace {
+
+// The tool a plan segment names ("name: ..." or " name: ...").
+std::string_view SegmentTool(std::string_view segment) {
+  while (!segment.empty() && segment[0] == ' ') segment.remove_prefix(1);
+  const size_t colon = segment.find(": ");
+  return colon == std::string_view::npos ? std::string_view() : segment.substr(0, colon);
+}
+
+}  // namespace
+
+bool RepeatedSpanCheck::Read(std::string_view written) {
+  // The current call's segment, and the earlier segments that plan the same
+  // tool: a second call of it says other values ("setPace: 'slow' -> pace
+  // SLOW | setPace: 'slow' -> pace SLOW" is one call planned twice).
+  const size_t bar = written.rfind(" |");
+  const std::string_view segment = bar == std::string_view::npos ? written : written.substr(bar + 2);
+  const std::string_view tool = SegmentTool(segment);
+  spans_ = 0;
+  bool open = false;
+  for (size_t from = 0; from <= written.size();) {
+    size_t end = written.find(" |", from);
+    if (end == std::string_view::npos) end = written.size();
+    const std::string_view part = written.substr(from, end - from);
+    const bool current = end == written.size();
+    if (current || (!tool.empty() && SegmentTool(part) == tool)) {
+      if (!ReadSpans(part, current, &open)) return false;
+    }
+    from = end + 2;
+  }
   open_now_ = open;
   // An open span so far off every earlier one stays off them until it closes.
   // (Function words alone, "the", may still go on along one.)
@@ -799,12 +833,26 @@ char HeadByte(std::string_view lead, std::string_view head, char tail, size_t k)
 
 }  // namespace
 
-void Session::OpenToolHeads(bool name_bias, std::string_view lead, bool after_result) {
+void Session::OpenToolHeads(bool name_bias, std::string_view lead, bool after_result, std::string_view plan) {
   static constexpr std::string_view kRefusal = "no declared tool", kQuote = "'";
+  static constexpr std::string_view kNoArguments = ": no arguments needed";
   const float best_score = name_bias ? BestNameScore() : 0.0f;
   reason_heads_.clear();
   head_lead_ = lead;
   for (uint32_t t : active_) {
+    // A tool the plan has already called without arguments is not planned
+    // again: the same call twice ("get_steps: no arguments needed |
+    // get_steps: no arguments needed") is one call.
+    if (opt_.distinct_plan_spans && !plan.empty()) {
+      const std::string& name = tools_[t]["name"].get_ref<const std::string&>();
+      bool planned = false;
+      for (size_t at = plan.find(kNoArguments); at != std::string_view::npos && !planned; at = plan.find(kNoArguments, at + 1)) {
+        const size_t start = at >= name.size() ? at - name.size() : std::string_view::npos;
+        planned = start != std::string_view::npos && plan.compare(start, name.size(), name) == 0 &&
+                  (start == 0 || plan[start - 1] == ' ');
+      }
+      if (planned) continue;
+    }
     const float bonus = name_bias ? opt_.tool_score_bias * (name_scores_[t] - best_score) : 0.0f;
     reason_heads_.push_back({tools_[t]["name"].get_ref<const std::string&>(), bonus, ReasonHead::kTool, t});
   }
@@ -1012,7 +1060,7 @@ void Session::AdvanceReasoning(ReasoningCursor& c, const StepCandidate* k, doubl
       // The next call's plan: the tool planned already gets no push (as in SpendNameScore).
       if (rules.name_bias && c.plan_tool >= 0) SpendNameScore(c.plan_tool);
       c.head_open = true, c.head_start = c.bytes.size(), c.plan_tool = -1, c.planned_keys = 0;
-      OpenToolHeads(rules.name_bias, " ", rules.after_result);
+      OpenToolHeads(rules.name_bias, " ", rules.after_result, c.bytes);
     } else if (c.plan_tool >= 0 && ends_with("->") && OpenKeyHeads(uint32_t(c.plan_tool), c.planned_keys)) {
       c.head_open = true, c.head_start = c.bytes.size();  // "'span' -> key": one of the tool's keys
     }

@@ -192,10 +192,11 @@ struct ReasoningSpan {
 };
 
 // The quoted spans of the call plan being written (the reasoning after its
-// last " | "), read once per step, then asked about each candidate token: a
-// new span may not run along an earlier span's words (equal, or inside it)
-// nor, when it closes, hold them; function words ("the", "to") alone repeat
-// freely. Views into the reasoning: valid while it is unchanged.
+// last " | ", and the earlier segments that plan the same tool), read once
+// per step, then asked about each candidate token: a new span may not run
+// along an earlier span's words (equal, or inside it) nor, when it closes,
+// hold them; function words ("the", "to") alone repeat freely. Views into
+// the reasoning: valid while it is unchanged.
 class RepeatedSpanCheck {
  public:
   // False when the plan has no closed span yet (nothing to check).
@@ -211,6 +212,10 @@ class RepeatedSpanCheck {
   bool AnyTokenMay() const { return runs_along_; }
 
  private:
+  // Adds the closed spans of one plan segment (the open one's too, when
+  // `current`); false when there are too many to hold.
+  bool ReadSpans(std::string_view segment, bool current, bool* open_at_end);
+
   static constexpr size_t kMaxSpans = 16;
   std::string_view closed_[kMaxSpans], open_;
   size_t spans_ = 0;
@@ -328,8 +333,10 @@ class Session {
   // The reasoning's heads (reasoning_names): a plan's start (the active
   // tools' names with the naming bias, "no declared tool" with the refusal
   // bias, a quote; after_result: the phrases saying nothing more is to be
-  // called instead), or after "-> " one of the planned tool's keys.
-  void OpenToolHeads(bool name_bias, std::string_view lead, bool after_result);
+  // called instead), or after "-> " one of the planned tool's keys. `plan`:
+  // the reasoning so far, whose "T: no arguments needed" calls are not
+  // planned again (distinct_plan_spans).
+  void OpenToolHeads(bool name_bias, std::string_view lead, bool after_result, std::string_view plan = {});
   // copy_mask_ = its tokens that keep `content` (the value or span so far,
   // up to a closing `quote`) as a recent text writes it, case and all, when
   // there are any (exact_case).

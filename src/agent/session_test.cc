@@ -867,6 +867,30 @@ TEST(Session, ACallThatLoopsEndsAtTheLoop) {
   EXPECT_EQ(e.Dump().find("max_new_tokens"), std::string::npos) << e.Dump();
 }
 
+// Two requests in one: the plan's second call is not the first planned again
+// (same tool, same spans; or a tool without arguments twice). Without the
+// rule the default model plans "get_steps: no arguments needed | get_steps:
+// no arguments needed" here, and the repeat is dropped: one call for two.
+TEST(Session, ASecondPlannedCallIsNotTheFirstAgain) {
+  if (Model::Embedded().empty()) GTEST_SKIP() << "built without the default model";
+  const char* tools = R"json([{"name":"get_heart_rate","parameters":{"type":"object","properties":{"period":{"type":"string",
+      "enum":["now","today","week"]}}}},{"name":"changeDial","parameters":{"type":"object","properties":{"dialName":{"type":"string"}},
+      "required":["dialName"]}},{"name":"show_sleep_report","description":"Can show sleep data.","parameters":{"type":"object",
+      "properties":{"night":{"type":"string","description":"Which night (default last night)"}}}},
+      {"name":"get_steps","parameters":{"type":"object","properties":{"date":{"type":"string","format":"date"}}}}])json";
+  std::vector<std::string> plans;
+  for (bool distinct : {false, true}) {
+    SessionOptions o;
+    o.distinct_plan_spans = distinct;
+    const Envelope e = DefaultModelSession(o, tools)->Query("Ok read my pulse and then show my steps asap");
+    ExpectWellFormed(e);
+    plans.push_back(e.reasoning);
+  }
+  const std::string twice = "get_steps: no arguments needed | get_steps: no arguments needed";
+  EXPECT_NE(plans[0].find(twice), std::string::npos) << plans[0];  // (without the rule)
+  EXPECT_EQ(plans[1].find(twice), std::string::npos) << plans[1];
+}
+
 // The reasoning's beam search (reasoning_beams) finds the plan greedy
 // decoding misses: greedy commits to its first words and picks the watch face
 // for "Scale says 132.0"; two hypotheses find the weigh-in.
@@ -1002,6 +1026,15 @@ TEST(Session, RepeatedSpanCheckKeepsANewSpanOffEarlierOnes) {
   EXPECT_FALSE(check.AnyTokenMay());  // off the earlier span: only a closing quote could repeat
   ASSERT_TRUE(check.Read("c: 'the small wrench' -> what; "));
   EXPECT_FALSE(check.AnyTokenMay());  // no span open: only a token that opens one
+  // An earlier call of the same tool counts; another tool's does not.
+  ASSERT_TRUE(check.Read("setPace: 'slow' -> pace SLOW | setPace: '"));
+  EXPECT_TRUE(check.Repeats("slow", true));
+  EXPECT_FALSE(check.Repeats("quick", true));
+  EXPECT_FALSE(check.Read("setPace: 'slow' -> pace SLOW | lights: '"));
+  ASSERT_TRUE(check.Read("a: 'x y' -> k | b: 'z' -> k | a: 'q' -> k; '"));
+  EXPECT_TRUE(check.Repeats("x", false));
+  EXPECT_TRUE(check.Repeats("q", true));
+  EXPECT_FALSE(check.Repeats("z", true));
 }
 
 // The confidence's call probability is the decoder's: the bonus that made a
