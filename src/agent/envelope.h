@@ -67,6 +67,14 @@ void DropEchoedArguments(Envelope& env, const nlohmann::ordered_json& tools);
 // reasoning of another model), so nothing limits the calls.
 uint32_t PlannedCalls(std::string_view reasoning);
 
+// Whether a reasoning plans a refusal in the default model's words: "no
+// declared tool ...", a quote first ("'turbo' is not an allowed speed of
+// set_fan (low, high)"), or a tool's name without its colon and then the
+// reason it cannot be called ("send_text needs contact; the request does not
+// give it", "set_fan can X, not Y; no declared tool fits"). A plan ("name:
+// ...") or free-form reasoning of another model is none.
+bool PlansRefusal(std::string_view reasoning);
+
 // Peak resident memory of the process (VmHWM) in MB, 0 when unknown.
 double PeakRssMb();
 

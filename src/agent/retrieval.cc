@@ -1,6 +1,7 @@
 #include "agent/retrieval.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -305,6 +306,76 @@ std::vector<float> LexicalScores(const std::vector<std::string>& query_terms,
     for (float& s : scores) s = float(s / total);
   }
   return scores;
+}
+
+namespace {
+
+// Lowercased, without the non-alphanumeric bytes at either end ("415°" ->
+// "415", "Yoga." -> "yoga").
+std::string Bare(std::string_view s) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || static_cast<unsigned char>(c) >= 0x80; };
+  while (!s.empty() && !word(s.front())) s.remove_prefix(1);
+  while (!s.empty() && !word(s.back())) s.remove_suffix(1);
+  std::string out(s);
+  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+std::string UnlistedEnumValue(std::string_view reasoning, const nlohmann::ordered_json& tools) {
+  const size_t colon = reasoning.find(':');
+  if (colon == std::string_view::npos || reasoning.find(" |") != std::string_view::npos) return "";
+  std::string_view name = reasoning.substr(0, colon);
+  while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+  const nlohmann::ordered_json* tool = nullptr;
+  for (const auto& t : tools) {
+    if (t.is_object() && t.contains("name") && t["name"].is_string() && t["name"].get_ref<const std::string&>() == name) tool = &t;
+  }
+  if (!tool || !tool->contains("parameters") || !(*tool)["parameters"].is_object()) return "";
+  const nlohmann::ordered_json& params = (*tool)["parameters"];
+  if (!params.contains("properties") || !params["properties"].is_object()) return "";
+  const nlohmann::ordered_json& props = params["properties"];
+  // Each "'span' -> key value" of the plan; a quote followed by a word byte
+  // is an apostrophe inside the span (as ReasoningSpan reads it).
+  std::string_view rest = reasoning.substr(colon + 1);
+  for (size_t open = rest.find(" '"); open != std::string_view::npos; open = rest.find(" '")) {
+    size_t close = open + 2;
+    while (close < rest.size() && !(rest[close] == '\'' && (close + 1 == rest.size() || !std::isalnum(static_cast<unsigned char>(rest[close + 1])))))
+      ++close;
+    if (close >= rest.size()) return "";
+    const std::string_view span = rest.substr(open + 2, close - open - 2);
+    rest.remove_prefix(close + 1);
+    if (!rest.starts_with(" -> ")) continue;
+    rest.remove_prefix(4);
+    const size_t key_end = std::min(rest.find_first_of(" ;"), rest.size());
+    const std::string key(rest.substr(0, key_end));
+    rest.remove_prefix(key_end);
+    std::string_view value;
+    if (rest.starts_with(' ') && !rest.starts_with(" '")) {
+      const size_t value_end = std::min(rest.find(';'), rest.size());
+      value = rest.substr(1, value_end - 1);
+      rest.remove_prefix(value_end);
+    }
+    if (!props.contains(key) || !props[key].is_object() || !props[key].contains("enum") || !props[key]["enum"].is_array()) continue;
+    const std::string said = Bare(span);
+    if (said.empty() || Bare(value) != said) continue;
+    if (std::none_of(said.begin(), said.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; })) continue;
+    const std::vector<std::string> said_terms = LexicalTerms(said);
+    if (said_terms.empty()) continue;  // a function word ("on", "up") is no value asked for
+    std::string listed;
+    bool shares = false;
+    for (const auto& v : props[key]["enum"]) {
+      if (!v.is_string()) return "";  // (a numeric or mixed enum: not a word the request could say)
+      const std::string& text = v.get_ref<const std::string&>();
+      shares = shares || Bare(text) == said;
+      for (const std::string& t : LexicalTerms(text))
+        for (const std::string& q : said_terms) shares = shares || Matches(q, t);
+      listed += (listed.empty() ? "" : ", ") + text;
+    }
+    if (!shares) return "'" + std::string(span) + "' is not an allowed " + key + " of " + std::string(name) + " (" + listed + ")";
+  }
+  return "";
 }
 
 uint64_t ToolFingerprint(std::string_view tool_json, uint64_t model_fingerprint) {

@@ -40,6 +40,18 @@ std::vector<std::string> LexicalTerms(std::string_view text);
 // ("weather in Chicago in fahrenheit", [celsius, fahrenheit] -> 1); -1 when
 // none or several are said.
 int SaidEnumValue(std::string_view request, const std::vector<nlohmann::json>& values);
+// A request word the reasoning's plan gives an enum key verbatim although
+// the key does not list it ("add a yoga workout" planned "log_workout:
+// 'yoga' -> type yoga" when type is one of run, walk, swim): the request
+// asks for a value the tool does not have, and the generator's answer to
+// that is a refusal ("'yoga' is not an allowed type of log_workout (run,
+// walk, swim)"), which this returns; "" when the plan is not one call's
+// ("name: ..."), or each of its enum keys takes a listed value, a value
+// other than its span (the model mapping a word onto a value: "'shut' ->
+// action close"), a number, or a span sharing a word with a listed value
+// (LexicalTerms: "'low' -> priority low" with priority_low, "'cycle'" with
+// cycling).
+std::string UnlistedEnumValue(std::string_view reasoning, const nlohmann::ordered_json& tools);
 // The terms of one tool schema ({"name", "description", "parameters"}),
 // nested properties and array items included.
 std::vector<std::string> ToolLexicalTerms(const nlohmann::ordered_json& tool);

@@ -106,6 +106,32 @@ TEST(Lexical, AnEnumValueSaidAsAWholePhrase) {
   EXPECT_EQ(SaidEnumValue("", units), -1);
 }
 
+TEST(Lexical, AnEnumValueTheToolDoesNotList) {
+  const auto tools = nlohmann::ordered_json::parse(R"([
+    {"name":"log_workout","parameters":{"type":"object","properties":{
+      "type":{"type":"string","enum":["run","walk","cycling"]},"minutes":{"type":"integer"}},"required":["type"]}},
+    {"name":"add_task","parameters":{"type":"object","properties":{
+      "title":{"type":"string"},"priority":{"type":"string","enum":["priority_low","priority_high"]},
+      "state":{"type":"string","enum":["state_on","state_off"]},"level":{"type":"string","enum":["1","2"]}}}}])");
+  EXPECT_EQ(UnlistedEnumValue("log_workout: 'yoga' -> type yoga", tools),
+            "'yoga' is not an allowed type of log_workout (run, walk, cycling)");
+  EXPECT_EQ(UnlistedEnumValue("log_workout: '30 minutes' -> minutes 30; 'Yoga.' -> type YOGA", tools),
+            "'Yoga.' is not an allowed type of log_workout (run, walk, cycling)");
+  EXPECT_EQ(UnlistedEnumValue("log_workout: 'walk' -> type walk", tools), "");       // listed
+  EXPECT_EQ(UnlistedEnumValue("log_workout: 'cycle' -> type cycle", tools), "");     // a form of a listed value
+  EXPECT_EQ(UnlistedEnumValue("log_workout: 'jog' -> type run", tools), "");         // mapped onto a listed value
+  EXPECT_EQ(UnlistedEnumValue("log_workout: 'yoga' -> type", tools), "");            // no value planned
+  EXPECT_EQ(UnlistedEnumValue("add_task: 'low' -> priority low", tools), "");        // a word of a listed value
+  EXPECT_EQ(UnlistedEnumValue("add_task: 'on' -> state on", tools), "");             // a function word
+  EXPECT_EQ(UnlistedEnumValue("add_task: 'yoga' -> title yoga", tools), "");         // not an enum key
+  EXPECT_EQ(UnlistedEnumValue("add_task: '3' -> level 3", tools), "");               // a number
+  EXPECT_EQ(UnlistedEnumValue("log_workout: 'yoga' -> type yoga | add_task: 'x' -> title", tools), "");  // two calls
+  EXPECT_EQ(UnlistedEnumValue("no declared tool handles this request", tools), "");
+  EXPECT_EQ(UnlistedEnumValue("log_workout: 'it's yoga' -> type it's yoga", tools),
+            "'it's yoga' is not an allowed type of log_workout (run, walk, cycling)");  // an apostrophe inside
+  EXPECT_EQ(UnlistedEnumValue("log_workout: 'yoga", tools), "");                      // cut short
+}
+
 TEST(Identifiers, ToolsRequiringAnIdentifierArgument) {
   auto tool = [](const char* props, const char* required) {
     return nlohmann::ordered_json::parse(std::string(R"({"name":"t","parameters":{"type":"object","properties":)") + props +

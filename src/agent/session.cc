@@ -833,6 +833,14 @@ char HeadByte(std::string_view lead, std::string_view head, char tail, size_t k)
 
 }  // namespace
 
+void Session::RestrictToActiveTools() {
+  if (active_.size() == tools_.size()) {
+    matcher_->AllowAllTools();
+  } else {
+    matcher_->RestrictTools(active_);
+  }
+}
+
 void Session::OpenToolHeads(bool name_bias, std::string_view lead, bool after_result, std::string_view plan) {
   static constexpr std::string_view kRefusal = "no declared tool", kQuote = "'";
   static constexpr std::string_view kNoArguments = ": no arguments needed";
@@ -1394,11 +1402,7 @@ void Session::PrepareSinks(std::string_view query, double* prefill_seconds, uint
   sink_ids_ = p.ids;
   if (model_->confidence()) confidence_at_sinks_ = confidence_pool_;
   active_ = std::move(selection);
-  if (active_.size() == tools_.size()) {
-    matcher_->AllowAllTools();
-  } else {
-    matcher_->RestrictTools(active_);
-  }
+  RestrictToActiveTools();
   sinks_dirty_ = false;
   turns_ = 0;
   copy_texts_.clear();
@@ -1542,6 +1546,20 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     planned_calls_ = planned;
     if (planned > 0) matcher_->SetCallCount(planned, next == int32_t(kThinkEndId) ? planned : 0);
   }
+  // A finished reasoning that says why no tool can be called is the answer:
+  // the grammar admits no tool name this turn (restored below).
+  const bool planned_query = opt_.reasoning_names && kind == TurnKind::kQuery && next == int32_t(kThinkEndId);
+  std::string unlisted;  // the enum value the plan asks for that its tool lacks
+  if (planned_query && opt_.refuse_unlisted_enum_values) unlisted = UnlistedEnumValue(reasoning, tools_);
+  const bool refusing = planned_query && ((opt_.refusal_plan_refuses && PlansRefusal(reasoning)) || !unlisted.empty());
+  if (refusing) matcher_->RestrictTools({});
+  struct ActiveToolsBack {
+    Session* s;
+    bool on;
+    ~ActiveToolsBack() {
+      if (on) s->RestrictToActiveTools();
+    }
+  } active_tools_back{this, refusing};
   std::vector<int32_t> call;
   call_bytes_.clear();
   double log_p = 0.0;
@@ -1672,6 +1690,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   Envelope env;
   env.reasoning = reasoning;
   env.warnings = warnings_;
+  if (!unlisted.empty()) env.warnings.push_back("refused: " + unlisted);
   if (looped) {
     env.warnings.push_back("the call fell into a repeating loop and was completed by the grammar");
   } else if (truncated) {
@@ -1826,11 +1845,7 @@ void Session::Restore(const std::string& path) {
     for (uint32_t i : active_) {
       if (i >= tools_.size()) throw Error(ErrorCode::kInvalidArgument, "session: active tool index out of range");
     }
-    if (active_.size() == tools_.size()) {
-      matcher_->AllowAllTools();
-    } else {
-      matcher_->RestrictTools(active_);
-    }
+    RestrictToActiveTools();
     sinks_dirty_ = false;
   }
   turns_ = head.value("turns", 0u);

@@ -146,6 +146,20 @@ struct SessionOptions {
   // Rhapsody' -> artist"; the generator's plans almost never do (6 of
   // 20,000). false: allowed.
   bool distinct_plan_spans = true;
+  // A query turn whose finished reasoning plans a refusal (PlansRefusal:
+  // "send_text needs contact; the request does not give it", "'turbo' is not
+  // an allowed speed of set_fan (...)", "no declared tool ...") refuses:
+  // the call is "[]". Before, the call was decoded anew, and a tool the
+  // ranking rates highly made refusing costly there (refusal_score_penalty),
+  // so the model called the tool it had just said it could not call. false:
+  // the call is decoded as after any reasoning.
+  bool refusal_plan_refuses = true;
+  // A query turn whose plan gives an enum key a word of the request the key
+  // does not list ("'yoga' -> type yoga", type one of run, walk, swim;
+  // UnlistedEnumValue) refuses, with that reason as a warning: the request
+  // asks for a value the tool does not have, and the call would put another
+  // value in its place. false: the call is decoded as planned.
+  bool refuse_unlisted_enum_values = true;
   // Inside a string argument naming an identifier ("track_id", "contactId")
   // after a tool result, logit bonus for the tokens that write the
   // identifier of the record whose words the request says (RecordNamedBy:
@@ -336,6 +350,7 @@ class Session {
   // called instead), or after "-> " one of the planned tool's keys. `plan`:
   // the reasoning so far, whose "T: no arguments needed" calls are not
   // planned again (distinct_plan_spans).
+  void RestrictToActiveTools();  // the grammar admits the active tools' names only (all: no restriction)
   void OpenToolHeads(bool name_bias, std::string_view lead, bool after_result, std::string_view plan = {});
   // copy_mask_ = its tokens that keep `content` (the value or span so far,
   // up to a closing `quote`) as a recent text writes it, case and all, when

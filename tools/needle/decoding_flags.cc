@@ -25,6 +25,10 @@ std::vector<FlagSpec> DecodingFlags() {
       {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
       {"allow-repeated-values", "", "let a string argument repeat another's value in the same call (by default it may not)"},
       {"allow-repeated-spans", "", "let a plan span repeat, hold or lie inside an earlier span of the same call's plan (by default it may not)"},
+      {"call-despite-refusal-plan", "",
+       "decode the call even when the reasoning says why no tool can be called (by default such a turn refuses)"},
+      {"call-unlisted-enum-values", "",
+       "decode the call even when the plan gives an enum key a word of the request the key does not list (by default such a turn refuses)"},
       {"free-reasoning-names", "", "let the reasoning name any tool (by default its head is a declared tool's name or a refusal)"},
       {"reasoning-refusal-penalty", "P", "logit penalty on a reasoning that starts as a refusal (default 2)"},
       {"reasoning-beams", "N",
@@ -52,6 +56,8 @@ void ReadDecodingFlags(const Args& args, SessionOptions& o) {
   o.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
   o.distinct_argument_values = !args.Has("allow-repeated-values");
   o.distinct_plan_spans = !args.Has("allow-repeated-spans");
+  o.refusal_plan_refuses = !args.Has("call-despite-refusal-plan");
+  o.refuse_unlisted_enum_values = !args.Has("call-unlisted-enum-values");
   o.reasoning_names = !args.Has("free-reasoning-names");
   number("reasoning-refusal-penalty", o.reasoning_refusal_penalty);
   o.window_requests = static_cast<uint32_t>(args.GetInt("window-requests", o.window_requests));
