@@ -101,6 +101,32 @@ bool PlansRefusal(std::string_view reasoning) {
          reasoning.find("; no declared tool fits") != std::string_view::npos;
 }
 
+std::string UnplannedRequiredValue(std::string_view reasoning, const nlohmann::ordered_json& tools, bool with_facts) {
+  static constexpr std::string_view kNoArguments = ": no arguments needed";
+  while (!reasoning.empty() && reasoning.front() == ' ') reasoning.remove_prefix(1);
+  while (!reasoning.empty() && reasoning.back() == ' ') reasoning.remove_suffix(1);
+  if (!reasoning.ends_with(kNoArguments)) return "";
+  const std::string_view name = reasoning.substr(0, reasoning.size() - kNoArguments.size());
+  if (name.empty() || name.find_first_of(" :|'") != std::string_view::npos) return "";
+  for (const auto& t : tools) {
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || t["name"].get_ref<const std::string&>() != name) continue;
+    if (!t.contains("parameters") || !t["parameters"].is_object()) return "";
+    const auto& params = t["parameters"];
+    if (!params.contains("required") || !params["required"].is_array() || !params.contains("properties") || !params["properties"].is_object())
+      return "";
+    for (const auto& key : params["required"]) {
+      if (!key.is_string() || !params["properties"].contains(key.get_ref<const std::string&>())) continue;
+      const auto& prop = params["properties"][key.get_ref<const std::string&>()];
+      if (!prop.is_object() || prop.contains("enum") || prop.contains("const")) continue;
+      const std::string type = prop.contains("type") && prop["type"].is_string() ? prop["type"].get<std::string>() : "";
+      if ((type == "string" && !with_facts) || type == "number" || type == "integer" || type == "array" || type == "object")
+        return std::string(name) + " needs " + key.get<std::string>() + "; the request does not give it";
+    }
+    return "";
+  }
+  return "";
+}
+
 void DropRepeatedCalls(Envelope& env) {
   std::vector<nlohmann::json> seen;  // nlohmann::json sorts keys: order-free comparison
   nlohmann::ordered_json kept = nlohmann::ordered_json::array();

@@ -75,6 +75,17 @@ uint32_t PlannedCalls(std::string_view reasoning);
 // ...") or free-form reasoning of another model is none.
 bool PlansRefusal(std::string_view reasoning);
 
+// The reason to refuse a one-call plan "T: no arguments needed" when T
+// requires an argument the request must say — a string without an enum, a
+// number, an array or an object ("set_reminder needs text; the request does
+// not give it", the generator's words); "" otherwise. A required boolean or
+// enum the request's verb can set ("louder" -> change INCREASE, "turn off
+// the subtitles" -> enabled false) is no reason, nor, when the session has
+// system facts (`with_facts`), a required string: a fact may fill it ("show
+// the weather" -> where: the location fact). Why: "i need a reminder"
+// planned no arguments and the call made up the text ("i").
+std::string UnplannedRequiredValue(std::string_view reasoning, const nlohmann::ordered_json& tools, bool with_facts);
+
 // Peak resident memory of the process (VmHWM) in MB, 0 when unknown.
 double PeakRssMb();
 

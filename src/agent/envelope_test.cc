@@ -90,5 +90,27 @@ TEST(Envelope, PlansRefusalReadsTheDefaultModelsReasons) {
   EXPECT_FALSE(PlansRefusal("a needs k; the request does not give it | b: 'x' -> y"));  // the other segment is a call
 }
 
+TEST(Envelope, UnplannedRequiredValueNamesTheValueTheRequestMustSay) {
+  const auto tools = ordered_json::parse(R"([
+    {"name":"set_reminder","parameters":{"type":"object","properties":{"text":{"type":"string"},"at":{"type":"string"}},"required":["text"]}},
+    {"name":"rotate","parameters":{"type":"object","properties":{
+      "side":{"type":"string","enum":["left","right"]},"degrees":{"type":"number"}},"required":["side","degrees"]}},
+    {"name":"volume_step","parameters":{"type":"object","properties":{"change":{"type":"string","enum":["up","down"]}},"required":["change"]}},
+    {"name":"subtitles","parameters":{"type":"object","properties":{"on":{"type":"boolean"}},"required":["on"]}},
+    {"name":"screenshot","parameters":{"type":"object","properties":{"title":{"type":"string"}}}}])");
+  EXPECT_EQ(UnplannedRequiredValue("set_reminder: no arguments needed", tools, false),
+            "set_reminder needs text; the request does not give it");
+  EXPECT_EQ(UnplannedRequiredValue("set_reminder: no arguments needed", tools, true), "");  // a fact may fill a string
+  EXPECT_EQ(UnplannedRequiredValue(" rotate: no arguments needed ", tools, true),
+            "rotate needs degrees; the request does not give it");                         // the enum is no reason, the number is
+  EXPECT_EQ(UnplannedRequiredValue("volume_step: no arguments needed", tools, false), "");  // an enum the verb sets
+  EXPECT_EQ(UnplannedRequiredValue("subtitles: no arguments needed", tools, false), "");    // a boolean
+  EXPECT_EQ(UnplannedRequiredValue("screenshot: no arguments needed", tools, false), "");   // nothing required
+  EXPECT_EQ(UnplannedRequiredValue("set_reminder: 'call mum' -> text", tools, false), "");  // a value planned
+  EXPECT_EQ(UnplannedRequiredValue("a: 'x' -> k | set_reminder: no arguments needed", tools, false), "");  // two calls
+  EXPECT_EQ(UnplannedRequiredValue("unknown_tool: no arguments needed", tools, false), "");
+  EXPECT_EQ(UnplannedRequiredValue("", tools, false), "");
+}
+
 }  // namespace
 }  // namespace needle

@@ -1549,8 +1549,9 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   // A finished reasoning that says why no tool can be called is the answer:
   // the grammar admits no tool name this turn (restored below).
   const bool planned_query = opt_.reasoning_names && kind == TurnKind::kQuery && next == int32_t(kThinkEndId);
-  std::string unlisted;  // the enum value the plan asks for that its tool lacks
+  std::string unlisted;  // why the plan cannot be called: an enum value its tool lacks, a required value unsaid
   if (planned_query && opt_.refuse_unlisted_enum_values) unlisted = UnlistedEnumValue(reasoning, tools_);
+  if (planned_query && unlisted.empty() && opt_.refuse_unplanned_required_values) unlisted = UnplannedRequiredValue(reasoning, tools_, !facts_.is_null() && !facts_.empty());
   const bool refusing = planned_query && ((opt_.refusal_plan_refuses && PlansRefusal(reasoning)) || !unlisted.empty());
   if (refusing) matcher_->RestrictTools({});
   struct ActiveToolsBack {

@@ -160,6 +160,11 @@ struct SessionOptions {
   // asks for a value the tool does not have, and the call would put another
   // value in its place. false: the call is decoded as planned.
   bool refuse_unlisted_enum_values = true;
+  // A query turn planned "T: no arguments needed" when T requires a value
+  // the request must say (UnplannedRequiredValue) refuses, with "T needs k;
+  // the request does not give it" as a warning: the call would make the
+  // value up. false: the call is decoded as planned.
+  bool refuse_unplanned_required_values = true;
   // Inside a string argument naming an identifier ("track_id", "contactId")
   // after a tool result, logit bonus for the tokens that write the
   // identifier of the record whose words the request says (RecordNamedBy:

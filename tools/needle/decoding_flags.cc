@@ -29,6 +29,9 @@ std::vector<FlagSpec> DecodingFlags() {
        "decode the call even when the reasoning says why no tool can be called (by default such a turn refuses)"},
       {"call-unlisted-enum-values", "",
        "decode the call even when the plan gives an enum key a word of the request the key does not list (by default such a turn refuses)"},
+      {"call-unplanned-required-values", "",
+       "decode the call even when the plan needs no arguments but the tool requires a value the request must say (by default such a "
+       "turn refuses)"},
       {"free-reasoning-names", "", "let the reasoning name any tool (by default its head is a declared tool's name or a refusal)"},
       {"reasoning-refusal-penalty", "P", "logit penalty on a reasoning that starts as a refusal (default 2)"},
       {"reasoning-beams", "N",
@@ -58,6 +61,7 @@ void ReadDecodingFlags(const Args& args, SessionOptions& o) {
   o.distinct_plan_spans = !args.Has("allow-repeated-spans");
   o.refusal_plan_refuses = !args.Has("call-despite-refusal-plan");
   o.refuse_unlisted_enum_values = !args.Has("call-unlisted-enum-values");
+  o.refuse_unplanned_required_values = !args.Has("call-unplanned-required-values");
   o.reasoning_names = !args.Has("free-reasoning-names");
   number("reasoning-refusal-penalty", o.reasoning_refusal_penalty);
   o.window_requests = static_cast<uint32_t>(args.GetInt("window-requests", o.window_requests));
