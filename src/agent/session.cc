@@ -753,6 +753,55 @@ void Session::ExcludeRepeatedValue() {
   if (any) mask_.swap(distinct_mask_);
 }
 
+// Words that are never a string argument's whole value: articles,
+// prepositions, conjunctions, pronouns, politeness. ("on", "off", "up",
+// "all", "me", "now" can be: a power state, "all" rooms, "remind me"; and
+// in capitals a word is a code: "US", "IT".)
+namespace {
+constexpr std::string_view kNeverAValue[] = {
+    "a",   "an",    "and",  "are",  "as",   "at",    "be",    "by",    "can",  "could", "do",   "for",  "from", "i",
+    "in",  "is",    "it",   "my",   "of",   "or",    "our",   "so",    "that", "the",   "this", "to",   "us",   "we",
+    "with", "would", "will", "what", "which", "there", "please", "thanks", "thank", "hey",  "okay", "ok",  "just", "you",
+    "your", "want",  "need", "was",  "were", "has",   "have",  "if",    "but",  "then",  "also", "its",  "it's", "i'm",
+};
+}  // namespace
+
+bool IsFunctionWordValue(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || !grammar::CopySource::IsWordByte(uint8_t(v.front())))) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || !grammar::CopySource::IsWordByte(uint8_t(v.back())))) v.remove_suffix(1);
+  if (v.empty() || v.size() > 6) return false;
+  // In capitals it is a code ("US", "IT", "IN", "OR", "A"), not a function word.
+  if (std::none_of(v.begin(), v.end(), [](char c) { return c >= 'a' && c <= 'z'; })) return false;
+  for (std::string_view w : kNeverAValue)
+    if (EqualFolded(v, w)) return true;
+  return false;
+}
+
+void Session::ExcludeFunctionWordValue() {
+  bool opened = false;
+  const int32_t node = matcher_->OpenString(&opened);
+  if (node < 0) return;
+  const grammar::Node& n = matcher_->grammar().nodes[size_t(node)];
+  if (!n.format.empty() || !n.pattern.empty() || !n.values.empty()) return;
+  std::string_view content, key;
+  if (!ArgumentValuesSoFar(call_bytes_, written_values_, &content, &key)) return;
+  if (content.size() > 8) return;  // (nothing this short can close on a function word any more)
+  const bool any = MarkAllowed(model_->tokenizer(), mask_, distinct_mask_, [&](std::string_view piece) {
+    if (!opened) {
+      if (piece.empty() || piece[0] != '"') return true;
+      piece.remove_prefix(1);
+    }
+    const size_t quote = piece.find('"');
+    if (quote == std::string_view::npos) return true;  // the value goes on
+    if (content.size() + quote > 8) return true;
+    char value[16];  // (no allocation per token)
+    if (!content.empty()) std::memcpy(value, content.data(), content.size());
+    if (quote > 0) std::memcpy(value + content.size(), piece.data(), quote);
+    return !IsFunctionWordValue(std::string_view(value, content.size() + quote));
+  });
+  if (any) mask_.swap(distinct_mask_);
+}
+
 bool Session::SaysOneEnumValue(uint32_t node) const {
   if (!(opt_.enum_word_bias > 0.0f) || planned_calls_ != 1) return false;
   return SaidEnumValue(request_, matcher_->grammar().nodes[node].values) >= 0;
@@ -1575,6 +1624,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
       break;
     }
     if (opt_.distinct_argument_values) ExcludeRepeatedValue();
+    if (opt_.function_word_values_excluded) ExcludeFunctionWordValue();
     bool copying = false;
     if (opt_.copy_bias > 0.0f && matcher_->ComputeCopyMask(copy_mask_)) {
       for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= mask_[w]) != 0;

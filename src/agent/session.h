@@ -140,6 +140,11 @@ struct SessionOptions {
   // same call (ExcludeRepeatedValue): the model writes "USD" as both
   // currencies of a conversion, the street as the city. false: allowed.
   bool distinct_argument_values = true;
+  // A free string argument (no enum, format or pattern) is never a lone
+  // function word ("to", "the", "is", "my"): unsure of a span, the model
+  // closes the value after one ("find flights from Boston to Denver" ->
+  // origin "to"). ExcludeFunctionWordValue masks the closing quote there.
+  bool function_word_values_excluded = true;
   // A quoted span of the reasoning's plan does not run along the words of an
   // earlier span of the same call's plan, nor hold them (RepeatedSpanCheck):
   // the model, unsure, writes "'Bohemian Rhapsody' -> title; 'Bohemian
@@ -255,6 +260,12 @@ double DecoderLogProb(std::span<const float> logits, std::span<const uint32_t> a
 // instead of spending the rest of max_think_tokens on it.
 inline constexpr uint32_t kLoopTokens = 16, kLoopMaxPeriod = 4;
 bool EndsInLoop(std::span<const int32_t> ids);
+
+// Whether a string value is a lone function word ("to", " the", "My.",
+// "it's"), which no free string argument is (ExcludeFunctionWordValue);
+// "on", "off", "up", "all", "me", "now" can be one and are not counted, nor
+// is a word in capitals (a code: "US", "IT", "A").
+bool IsFunctionWordValue(std::string_view v);
 
 class Session {
  public:
@@ -393,6 +404,7 @@ class Session {
   // call, or a piece of it (case and leading spaces aside). Leaves mask_
   // alone when it would empty it.
   void ExcludeRepeatedValue();
+  void ExcludeFunctionWordValue();
   // An enum (kLiteral `node`) exactly one of whose string values (3 bytes or
   // more) the request says as a whole phrase, case aside, in a turn whose
   // plan has one call (with enum_word_bias > 0): "weather in Chicago in

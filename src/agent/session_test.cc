@@ -991,6 +991,12 @@ TEST(Session, ReasoningSpansReadApostrophesAsPartOfTheCopy) {
 
 // A plan span may not run along an earlier span's words nor hold them; other
 // calls' spans, function words and spans that only share a prefix are free.
+TEST(Session, FunctionWordsAreNoValues) {
+  for (const char* v : {"to", " the", "My.", "it's", "Is", "and ", "please"}) EXPECT_TRUE(IsFunctionWordValue(v)) << v;
+  for (const char* v : {"on", "off", "up", "all", "me", "now", "Denver", "to Denver", "the lawn", "", " ", "tomorrow", "US", "IT", "A"})
+    EXPECT_FALSE(IsFunctionWordValue(v)) << v;
+}
+
 TEST(Session, RepeatedSpanCheckKeepsANewSpanOffEarlierOnes) {
   RepeatedSpanCheck check;
   EXPECT_FALSE(check.Read("play_song: 'Bohemian"));  // no span closed before it

@@ -24,6 +24,7 @@ std::vector<FlagSpec> DecodingFlags() {
       {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
       {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
       {"allow-repeated-values", "", "let a string argument repeat another's value in the same call (by default it may not)"},
+      {"allow-function-word-values", "", "let a free string argument be a lone function word (\"to\", \"the\"; by default it may not)"},
       {"allow-repeated-spans", "", "let a plan span repeat, hold or lie inside an earlier span of the same call's plan (by default it may not)"},
       {"call-despite-refusal-plan", "",
        "decode the call even when the reasoning says why no tool can be called (by default such a turn refuses)"},
@@ -59,6 +60,7 @@ void ReadDecodingFlags(const Args& args, SessionOptions& o) {
   o.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
   o.distinct_argument_values = !args.Has("allow-repeated-values");
   o.distinct_plan_spans = !args.Has("allow-repeated-spans");
+  o.function_word_values_excluded = !args.Has("allow-function-word-values");
   o.refusal_plan_refuses = !args.Has("call-despite-refusal-plan");
   o.refuse_unlisted_enum_values = !args.Has("call-unlisted-enum-values");
   o.refuse_unplanned_required_values = !args.Has("call-unplanned-required-values");
