@@ -783,9 +783,16 @@ void Session::ExcludeFunctionWordValue() {
   if (node < 0) return;
   const grammar::Node& n = matcher_->grammar().nodes[size_t(node)];
   if (!n.format.empty() || !n.pattern.empty() || !n.values.empty()) return;
+  // Only a value of at most 8 bytes so far can still close as a function
+  // word: past that, skip the scan of the call (the bytes after the last
+  // quote are part of the open value, so more than 8 of them settle it).
+  if (opened) {
+    const size_t quote = call_bytes_.rfind('"');
+    if (quote != std::string::npos && call_bytes_.size() - quote - 1 > 8) return;
+  }
   std::string_view content, key;
   if (!ArgumentValuesSoFar(call_bytes_, written_values_, &content, &key)) return;
-  if (content.size() > 8) return;  // (nothing this short can close on a function word any more)
+  if (content.size() > 8) return;
   const bool any = MarkAllowed(model_->tokenizer(), mask_, distinct_mask_, [&](std::string_view piece) {
     if (!opened) {
       if (piece.empty() || piece[0] != '"') return true;
