@@ -39,7 +39,8 @@ BaseModel LoadBase(const std::string& path) {
   BaseModel b;
   b.checkpoint = path;
   if (p.extension() == ".cact") {
-    const CactArchive a = CactArchive::Open(path);
+    b.archive = std::make_shared<const CactArchive>(CactArchive::Open(path));
+    const CactArchive& a = *b.archive;
     b.config = a.config();
     b.model = San(b.config, HeadsOf(a), 0);
     b.model->Import(a);
@@ -85,6 +86,9 @@ BaseModel LoadBase(const std::string& path) {
                                                  (fs::exists(config_json) ? config_json : cact).string() + ": " +
                                                  e.what_without_backtrace());
   }
+  // Its tensors are copied on export only where they match the checkpoint bit
+  // for bit (a run whose body a stage froze after loading a .cact).
+  if (archive) b.archive = std::make_shared<const CactArchive>(std::move(*archive));
   return b;
 }
 
@@ -135,7 +139,22 @@ BuildResult Build(const BuildOptions& o) {
   // The confidence head was calibrated on the base's outputs and is not tuned
   // with the adapter: a fine-tuned archive leaves it out (confidence null).
   if (r.finetuned) w = KeepHeads(w, {HeadKind::kContrastive});
-  const std::vector<uint8_t> bytes = ExportArchive(w, ParseBitsMap(o.bits, w.specs), tok);
+  ExportCounts counts;
+  std::vector<uint8_t> bytes = ExportArchive(w, ParseBitsMap(o.bits, w.specs), tok, base.archive.get(), &counts);
+  // Weights dequantized from an archive and quantized again are other weights
+  // than the ones the head was calibrated on (at 2 bits its ECE went 0.07 -> 0.26).
+  const bool dequantized = base.archive && fs::path(base.checkpoint).extension() == ".cact";
+  const bool has_confidence = std::any_of(w.heads.begin(), w.heads.end(), [](const HeadSpec& h) { return h.kind == HeadKind::kConfidence; });
+  if (dequantized && counts.quantized > 0 && has_confidence) {
+    std::fprintf(stderr,
+                 "build: note: %zu of %zu quantized tensors of %s were re-quantized, so its confidence head (calibrated on "
+                 "that archive's own turns) is left out and confidence is null; recalibrate with `needle eval --model %s "
+                 "--data VAL.jsonl --rollouts R.jsonl` and `needle train-heads --base %s --rollouts R.jsonl --out DIR`\n",
+                 counts.quantized, counts.quantized + counts.copied, base.checkpoint.c_str(), o.out.c_str(), o.out.c_str());
+    w = KeepHeads(w, {HeadKind::kContrastive});
+    bytes = ExportArchive(w, ParseBitsMap(o.bits, w.specs), tok, base.archive.get());
+    r.confidence_dropped = true;
+  }
   WriteFileAtomically(o.out, bytes);
   r.bytes = bytes.size();
   r.heads = w.heads;

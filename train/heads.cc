@@ -123,6 +123,21 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
                                                        : LoadTokenizerModel(o.tokenizer);
   const Tokenizer tok(tok_model);
   const int64_t window = effective_window(c);
+  // A base without a confidence head (`needle build` leaves it out after LoRA
+  // or a re-quantization) gets a fresh one to calibrate on the rollouts.
+  if (!o.rollouts.empty() &&
+      std::none_of(model->heads.begin(), model->heads.end(), [](const auto& h) { return h.spec.kind == HeadKind::kConfidence; })) {
+    std::vector<HeadSpec> specs;
+    for (const auto& h : model->heads) specs.push_back(h.spec);
+    specs.push_back(DefaultHeadSpec(HeadKind::kConfidence, c));
+    San fresh(c, specs, o.seed);
+    torch::NoGradGuard ng;
+    const auto have = model->named_parameters();
+    for (auto& p : fresh->named_parameters()) {
+      if (const torch::Tensor* t = have.find(p.key())) p.value().copy_(*t);
+    }
+    model = fresh;
+  }
   for (auto& p : model->parameters()) p.set_requires_grad(false);  // the body is frozen
   HeadsResult res;
   SplitMix64 rng(o.seed * 2654435761u + 17);
@@ -244,7 +259,7 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
     auto& head = model->heads[hi];
     std::vector<EncodedPrompt> seqs;
     std::vector<uint32_t> pool_from;
-    std::vector<float> labels;
+    std::vector<float> labels, caps;
     for (const auto& r : ReadJsonl(o.rollouts)) {
       if (!r.contains("ids") || !r.contains("exact") || !r.contains("sink")) {
         throw Error(ErrorCode::kInvalidJson, o.rollouts + ": a rollout needs ids, sink and exact (needle eval --rollouts)");
@@ -265,6 +280,10 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
       pool_from.push_back(from);
       seqs.push_back(std::move(p));
       labels.push_back(r["exact"].get<bool>() ? 1.0f : 0.0f);
+      // No call_p (older rollouts): no cap, the head alone.
+      const double cap = r.contains("call_p") && r["call_p"].is_number() ? r["call_p"].get<double>() : 1.0;
+      if (!(cap >= 0.0 && cap <= 1.0)) throw Error(ErrorCode::kInvalidArgument, o.rollouts + ": call_p must be a probability in [0, 1]");
+      caps.push_back(float(cap));
     }
     if (seqs.size() < 10) throw Error(ErrorCode::kInvalidArgument, "train-heads: need at least 10 rollouts, got " + std::to_string(seqs.size()));
     res.rollouts = int64_t(seqs.size());
@@ -276,16 +295,16 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
     const std::vector<size_t> hold(order.begin(), order.begin() + n_hold), fit(order.begin() + n_hold, order.end());
     // Cells once per batch (the body is frozen): [B, T, L+1, d] each.
     struct Cached {
-      torch::Tensor cells, visible, labels;
+      torch::Tensor cells, visible, labels, caps;
     };
     auto cache = [&](const std::vector<size_t>& idx) {
       std::vector<Cached> out;
       for (size_t at = 0; at < idx.size(); at += size_t(o.confidence_batch)) {
         std::vector<EncodedPrompt> b;
-        std::vector<float> l;
+        std::vector<float> l, cap;
         std::vector<uint32_t> from;
         for (size_t k = at; k < std::min(idx.size(), at + size_t(o.confidence_batch)); ++k) {
-          b.push_back(seqs[idx[k]]), l.push_back(labels[idx[k]]), from.push_back(pool_from[idx[k]]);
+          b.push_back(seqs[idx[k]]), l.push_back(labels[idx[k]]), cap.push_back(caps[idx[k]]), from.push_back(pool_from[idx[k]]);
         }
         Cached cc;
         const TrainBatch tb = OnePerRow(b, c, window, &cc.visible);
@@ -295,21 +314,25 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
         torch::NoGradGuard ng;
         cc.cells = model->Cells(tb, window);
         cc.labels = torch::tensor(l);
+        cc.caps = torch::tensor(cap);
         out.push_back(std::move(cc));
       }
       return out;
     };
     const std::vector<Cached> fit_b = cache(fit), hold_b = cache(hold);
+    // The confidence the engine reports (clamped: the BCE takes logs).
+    auto reported = [](const torch::Tensor& logit, const torch::Tensor& caps) {
+      return torch::minimum(torch::sigmoid(logit), caps).clamp(1e-6, 1.0 - 1e-6);
+    };
     auto evaluate = [&](double* ece, double* bce) {
       torch::NoGradGuard ng;
       std::vector<float> p, l;
       double loss = 0;
       for (const auto& b : hold_b) {
-        const auto logit = model->HeadOutput(hi, b.cells, b.visible).squeeze(1);
-        loss += torch::nn::functional::binary_cross_entropy_with_logits(
-                    logit, b.labels, torch::nn::functional::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kSum))
+        const auto pr = reported(model->HeadOutput(hi, b.cells, b.visible).squeeze(1), b.caps).contiguous();
+        loss += torch::nn::functional::binary_cross_entropy(
+                    pr, b.labels, torch::nn::functional::BinaryCrossEntropyFuncOptions().reduction(torch::kSum))
                     .item<double>();
-        const auto pr = torch::sigmoid(logit).contiguous();
         p.insert(p.end(), pr.data_ptr<float>(), pr.data_ptr<float>() + pr.numel());
         l.insert(l.end(), b.labels.data_ptr<float>(), b.labels.data_ptr<float>() + b.labels.numel());
       }
@@ -334,8 +357,8 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
       for (size_t i = border.size(); i > 1; --i) std::swap(border[i - 1], border[rng.Next() % i]);
       double total = 0;
       for (size_t k : border) {
-        const auto logit = model->HeadOutput(hi, fit_b[k].cells, fit_b[k].visible).squeeze(1);
-        const auto loss = torch::nn::functional::binary_cross_entropy_with_logits(logit, fit_b[k].labels);
+        const auto q = reported(model->HeadOutput(hi, fit_b[k].cells, fit_b[k].visible).squeeze(1), fit_b[k].caps);
+        const auto loss = torch::nn::functional::binary_cross_entropy(q, fit_b[k].labels);
         opt.zero_grad();
         loss.backward();
         opt.step();
@@ -364,7 +387,8 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
   }
   std::ofstream((fs::path(o.out) / "config.json").string()) << ConfigToJson(c).dump(2) << "\n";
   ModelWeights w = model->Export();
-  WriteFileAtomically((fs::path(o.out) / "model.cact").string(), ExportArchive(w, ParseBitsMap(o.bits, w.specs), tok_model));
+  const BitsMap bits = !o.bits.empty() ? ParseBitsMap(o.bits, w.specs) : base.archive ? BitsMapOf(*base.archive) : ParseBitsMap("4", w.specs);
+  WriteFileAtomically((fs::path(o.out) / "model.cact").string(), ExportArchive(w, bits, tok_model, base.archive.get()));
   return res;
 }
 

@@ -11,7 +11,10 @@
 // - confidence: rollouts written by `needle eval --rollouts` (the sink block
 //   and the turn the engine produced, labelled by whether the call was
 //   exactly right); binary cross-entropy; ECE (10 bins) before/after on a
-//   held-out share.
+//   held-out share. Both are taken on what the engine reports,
+//   min(sigmoid(head), call_p), where a rollout carries the decoder's call
+//   probability `call_p` (SPEC §10); a head calibrated on its own reads low
+//   once the cap applies.
 //
 // Writes OUT/checkpoint.pt, OUT/config.json and OUT/model.cact (so OUT is a
 // base for the next stage, `needle build` or `needle finetune`).
@@ -40,7 +43,7 @@ struct HeadsOptions {
   double lr = 1e-3;
   int64_t threads = 2;
   uint64_t seed = 0;
-  std::string bits = "4";
+  std::string bits;  // empty: the widths of the base's archive (its .cact, or the one beside it), else 4
 };
 
 struct HeadsResult {

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <cstring>
 #include <fstream>
+#include <set>
+#include <span>
 
 #include <nlohmann/json.hpp>
 
@@ -64,14 +67,74 @@ TEST(Heads, ExpectedCalibrationError) {
   EXPECT_NEAR(ExpectedCalibrationError(p, wrong, 4), 0.95, 1e-6);
 }
 
-TEST(Heads, StagesTrainAndWriteALoadableBase) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "heads_stage";
+// DIR/base.cact: a small agent archive with both heads.
+std::string WriteAgentBase(const fs::path& dir, uint64_t seed) {
   fs::create_directories(dir);
   const std::string base = (dir / "base.cact").string();
-  {
-    const auto bytes = testing::AgentArchive(22);
-    std::ofstream(base, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  const auto bytes = testing::AgentArchive(seed);
+  std::ofstream(base, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  return base;
+}
+
+// Rollouts: "exact" exactly when the sequence contains token 77.
+void WriteRollouts(const fs::path& path) {
+  std::ofstream roll(path);
+  SplitMix64 rng(5);
+  for (int i = 0; i < 60; ++i) {
+    std::vector<int32_t> ids;
+    for (int k = 0; k < 30; ++k) ids.push_back(int32_t(20 + rng.Next() % 40));
+    if (i % 2) ids[20] = 77;
+    // A third are later turns: an earlier turn as context (positions 8-14, not scored).
+    nlohmann::json r = {{"ids", ids}, {"sink", 8}, {"exact", bool(i % 2)}};
+    if (i % 3 == 0) r["pool_from"] = 15;
+    if (i % 4 == 1) r["call_p"] = 0.9;  // the decoder's cap on the reported confidence (absent: none)
+    roll << r.dump() << "\n";
   }
+}
+
+bool SameBytes(std::span<const uint8_t> a, std::span<const uint8_t> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// `needle build` at another width leaves the confidence head out; train-heads
+// on that archive gives it a fresh head calibrated on its rollouts, the
+// re-quantized body unchanged.
+TEST(Heads, ABuildAtAnotherWidthIsRecalibrated) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "heads_recalibrate";
+  const std::string base = WriteAgentBase(dir, 23);
+  BuildOptions b;
+  b.base = base;
+  b.bits = "3";
+  b.out = (dir / "three.cact").string();
+  ASSERT_TRUE(Build(b).confidence_dropped);
+  WriteRollouts(dir / "rollouts.jsonl");
+  HeadsOptions o;
+  o.base = b.out;
+  o.rollouts = (dir / "rollouts.jsonl").string();
+  o.out = (dir / "out").string();
+  o.confidence_epochs = 10;
+  o.lr = 3e-3;
+  o.threads = 1;
+  const HeadsResult r = TrainHeads(o);
+  EXPECT_LT(r.bce_after, r.bce_before);
+  const CactArchive three = CactArchive::Open(b.out), out = CactArchive::Open(o.out + "/model.cact");
+  ASSERT_NE(out.layout().FindHead(HeadKind::kConfidence), nullptr);
+  ASSERT_NE(out.layout().FindHead(HeadKind::kContrastive), nullptr);
+  size_t cq = 0;
+  for (size_t i = 0; i < three.num_tensors(); ++i) {
+    if (three.tensor(i).record->dtype != static_cast<uint8_t>(DType::kCQ)) continue;
+    ++cq;
+    EXPECT_TRUE(SameBytes(three.data(i), out.data(i))) << three.tensor(i).spec->name;
+  }
+  EXPECT_GT(cq, 0u);
+  const HeadTensors* was = three.layout().FindHead(HeadKind::kContrastive);
+  const HeadTensors* now = out.layout().FindHead(HeadKind::kContrastive);
+  EXPECT_TRUE(SameBytes(three.data(was->probes), out.data(now->probes)));
+}
+
+TEST(Heads, StagesTrainAndWriteALoadableBase) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "heads_stage";
+  const std::string base = WriteAgentBase(dir, 22);
   // Retrieval pairs: the query names the tool's unusual word.
   const char* words[] = {"zorbit", "plinth", "quasar", "marmot", "vortex", "gizmo", "tundra", "sprocket"};
   std::ofstream data(dir / "data.jsonl");
@@ -95,19 +158,7 @@ TEST(Heads, StagesTrainAndWriteALoadableBase) {
     std::string line;
     for (int i = 0; i < 16 && std::getline(in, line); ++i) val << line << "\n";
   }
-  // Rollouts: "exact" exactly when the sequence contains token 77.
-  std::ofstream roll(dir / "rollouts.jsonl");
-  SplitMix64 rng(5);
-  for (int i = 0; i < 60; ++i) {
-    std::vector<int32_t> ids;
-    for (int k = 0; k < 30; ++k) ids.push_back(int32_t(20 + rng.Next() % 40));
-    if (i % 2) ids[20] = 77;
-    // A third are later turns: an earlier turn as context (positions 8-14, not scored).
-    nlohmann::json r = {{"ids", ids}, {"sink", 8}, {"exact", bool(i % 2)}};
-    if (i % 3 == 0) r["pool_from"] = 15;
-    roll << r.dump() << "\n";
-  }
-  roll.close();
+  WriteRollouts(dir / "rollouts.jsonl");
   HeadsOptions o;
   o.base = base;
   o.data = (dir / "data.jsonl").string();
@@ -133,24 +184,53 @@ TEST(Heads, StagesTrainAndWriteALoadableBase) {
   EXPECT_EQ(again.model->heads.size(), 2u);
   const CactArchive a = CactArchive::Open(o.out + "/model.cact");
   EXPECT_NE(a.layout().FindHead(HeadKind::kConfidence), nullptr);
-
-  // A rollout whose scored turn would start past its tokens is refused, naming the file.
+  // The frozen body keeps the base's bytes (re-quantizing would move it); the trained heads do not.
   {
-    std::ofstream bad(dir / "bad-rollouts.jsonl");
-    for (int i = 0; i < 12; ++i) bad << nlohmann::json{{"ids", {20, 21, 22, 23}}, {"sink", 2}, {"pool_from", i == 5 ? 4 : 2}, {"exact", i % 2 == 0}}.dump() << "\n";
+    const CactArchive in = CactArchive::Open(base);
+    ASSERT_EQ(a.num_tensors(), in.num_tensors());
+    std::set<size_t> head_tensors;
+    for (const HeadTensors& h : a.layout().heads) head_tensors.insert({h.probes, h.proj, h.bias});
+    size_t same_body = 0, cq_body = 0, same_head = 0;
+    for (size_t i = 0; i < a.num_tensors(); ++i) {
+      const auto x = a.data(i), y = in.data(i);
+      const bool same = x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size()) == 0;
+      if (head_tensors.count(i)) {
+        same_head += same;
+      } else if (a.tensor(i).record->dtype == static_cast<uint8_t>(DType::kCQ)) {
+        ++cq_body, same_body += same;
+      }
+    }
+    EXPECT_GT(cq_body, 0u);
+    EXPECT_EQ(same_body, cq_body);
+    EXPECT_LT(same_head, head_tensors.size());
   }
-  HeadsOptions b;
-  b.base = base;
-  b.rollouts = (dir / "bad-rollouts.jsonl").string();
-  b.out = (dir / "bad-out").string();
-  b.threads = 1;
-  try {
-    TrainHeads(b);
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("pool_from"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("bad-rollouts.jsonl"), std::string::npos) << e.what();
-  }
+
+  // Bad rollouts are refused, naming the field and the file: a call_p that is
+  // not a probability, a scored turn that would start past its tokens.
+  const auto refused = [&](const std::string& name, const std::string& field, auto line) {
+    {
+      std::ofstream bad(dir / name);
+      for (int i = 0; i < 12; ++i) bad << line(i).dump() << "\n";
+    }
+    HeadsOptions b;
+    b.base = base;
+    b.rollouts = (dir / name).string();
+    b.out = (dir / (name + "-out")).string();
+    b.threads = 1;
+    try {
+      TrainHeads(b);
+      ADD_FAILURE() << "expected an error for " << name;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  };
+  refused("bad-cap.jsonl", "call_p", [](int i) {
+    return nlohmann::json{{"ids", {20, 21, 22, 23}}, {"sink", 2}, {"exact", i % 2 == 0}, {"call_p", i == 3 ? 1.5 : 0.5}};
+  });
+  refused("bad-rollouts.jsonl", "pool_from", [](int i) {
+    return nlohmann::json{{"ids", {20, 21, 22, 23}}, {"sink", 2}, {"pool_from", i == 5 ? 4 : 2}, {"exact", i % 2 == 0}};
+  });
 }
 
 }  // namespace

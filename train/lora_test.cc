@@ -271,10 +271,21 @@ TEST(NeedleBuild, WithAnAdapterTheArchiveHasNoConfidenceHead) {
   BuildOptions o;
   o.base = base_path;
   o.out = TempDir() + "/plain.cact";
-  o.bits = "2";
+  o.bits = "4";  // the base's width: every tensor keeps its bytes, the head stays calibrated
   const BuildResult plain = Build(o);
   EXPECT_FALSE(plain.finetuned);
+  EXPECT_FALSE(plain.confidence_dropped);
   EXPECT_EQ(CactArchive::Open(o.out).layout().heads.size(), 2u);
+  {
+    const CactArchive in = CactArchive::Open(base_path), out = CactArchive::Open(o.out);
+    EXPECT_TRUE(std::equal(in.bytes().begin(), in.bytes().end(), out.bytes().begin(), out.bytes().end()));
+  }
+  o.bits = "2";  // other weights than the head was calibrated on: confidence null
+  o.out = TempDir() + "/plain2.cact";
+  const BuildResult two = Build(o);
+  EXPECT_TRUE(two.confidence_dropped);
+  EXPECT_EQ(CactArchive::Open(o.out).layout().FindHead(HeadKind::kConfidence), nullptr);
+  EXPECT_NE(CactArchive::Open(o.out).layout().FindHead(HeadKind::kContrastive), nullptr);
 
   o.lora = adapter;
   o.bits = "default=2,attn.v_proj=4";

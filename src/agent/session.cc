@@ -1777,11 +1777,12 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   } else {
     env.type = kind == TurnKind::kQuery ? EnvelopeType::kRefuse : EnvelopeType::kRespond;
   }
+  call_probability_ = std::exp(log_p);
   if (scored) {
     float logit = 0.0f;
     confidence_pool_.Output(&logit);
     const double head = 1.0 / (1.0 + std::exp(-double(logit)));
-    env.confidence = std::min(head, std::exp(log_p));
+    env.confidence = std::min(head, call_probability_);
   }
   last_type_ = env.type;
   return env;

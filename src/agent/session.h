@@ -325,6 +325,10 @@ class Session {
   // together what the confidence head scored (rollouts for its training).
   const std::vector<int32_t>& sink_ids() const { return sink_ids_; }
   const std::vector<int32_t>& turn_ids() const { return turn_ids_; }
+  // The probability the decoder gave the last turn's call tokens: the cap the
+  // reported confidence takes over the head (SPEC §10), so the head is trained
+  // on min(head, this) as the user sees it. 1 before the first turn.
+  double call_probability() const { return call_probability_; }
   // Bytes of the cache and scratch (constant while the sinks stay the same).
   uint64_t state_bytes() const;
   const Model& model() const { return *model_; }
@@ -441,6 +445,7 @@ class Session {
   ProbePool* confidence_pools_[1] = {&confidence_pool_};  // attached to the decoding state(s) for a turn
 
   std::vector<int32_t> sink_ids_, turn_ids_;
+  double call_probability_ = 1.0;
   std::vector<float> tool_scores_;  // [tools] for the last query (empty: none)
   float refusal_bias_ = 0.0f;       // this turn: added to the logits of refusing tokens (<= 0)
   std::vector<std::vector<std::string>> tool_terms_;  // [tools] ToolLexicalTerms

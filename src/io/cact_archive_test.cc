@@ -131,6 +131,40 @@ TEST(CactWriter, DeterministicAndValid) {
   EXPECT_TRUE(SerializeCact(archive.header(), archive.codebook(), BlobsOf(archive)) == a);
 }
 
+// A stage that leaves tensors alone (train-heads, a build at the base's width)
+// re-exports the dequantized weights: with the base passed on, those keep their
+// bytes; a changed tensor, or one asked at another width, is quantized afresh.
+TEST(CactWriter, UnchangedTensorsKeepTheBaseBytes) {
+  const CactArchive base = CactArchive::FromBytes(TinyArchive("4", 3));
+  const ModelConfig c = base.config();
+  std::vector<HeadSpec> heads;
+  for (const HeadTensors& h : base.layout().heads) heads.push_back(h.spec);
+  ModelWeights w = ZeroWeights(c, heads);
+  for (size_t i = 0; i < w.specs.size(); ++i) w.tensors[i] = base.Dequantized(i);
+  const TokenizerModel& tok = base.tokenizer();
+  const std::vector<uint8_t> plain = ExportArchive(w, ParseBitsMap("4", w.specs), tok);
+  const std::vector<uint8_t> kept = ExportArchive(w, ParseBitsMap("4", w.specs), tok, &base);
+  EXPECT_FALSE(plain == std::vector<uint8_t>(base.bytes().begin(), base.bytes().end()));  // re-quantizing moves them
+  EXPECT_TRUE(kept == std::vector<uint8_t>(base.bytes().begin(), base.bytes().end()));
+
+  size_t changed = w.specs.size(), cq = 0;
+  for (size_t i = 0; i < w.specs.size(); ++i) {
+    if (w.specs[i].storage != TensorStorage::kQuantized) continue;
+    if (++cq == 2) changed = i;
+  }
+  ASSERT_LT(changed, w.specs.size());
+  w.tensors[changed][0] += 0.25f;
+  const CactArchive one = CactArchive::FromBytes(ExportArchive(w, ParseBitsMap("4", w.specs), tok, &base));
+  const CactArchive at3 = CactArchive::FromBytes(ExportArchive(w, ParseBitsMap("3", w.specs), tok, &base));
+  for (size_t i = 0; i < w.specs.size(); ++i) {
+    if (w.specs[i].storage != TensorStorage::kQuantized) continue;
+    const auto a = one.data(i), b = base.data(i);
+    const bool same = a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0;
+    EXPECT_EQ(same, i != changed) << w.specs[i].name;
+    EXPECT_EQ(at3.tensor(i).record->bits, 3u) << w.specs[i].name;
+  }
+}
+
 TEST(CactWriter, RecordsTheEffectiveWindow) {
   ModelConfig c = PresetConfig("needle2");
   c.kv_window = 4096;  // above the budget: capped to 704

@@ -1,7 +1,10 @@
 #include "model/export.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "base/error.h"
@@ -90,6 +93,15 @@ BitsMap ParseBitsMap(const std::string& text, const std::vector<TensorSpec>& spe
   return m;
 }
 
+BitsMap BitsMapOf(const CactArchive& a) {
+  BitsMap m;
+  for (size_t i = 0; i < a.num_tensors(); ++i) {
+    const TensorView v = a.tensor(i);
+    if (v.record->dtype == static_cast<uint8_t>(DType::kCQ)) m.overrides.emplace_back(v.spec->name, v.record->bits);
+  }
+  return m;
+}
+
 ModelWeights ZeroWeights(const ModelConfig& config, const std::vector<HeadSpec>& heads) {
   config.Validate();
   ModelWeights w;
@@ -138,7 +150,31 @@ ModelWeights RandomWeights(const ModelConfig& config, const std::vector<HeadSpec
   return w;
 }
 
-std::vector<uint8_t> ExportArchive(const ModelWeights& w, const BitsMap& bits, const TokenizerModel& tokenizer) {
+namespace {
+
+// The index of `s` in `a` when `a` holds it as CQ at `bits`, with the same
+// shape and levels, and its reconstruction equals `values` bit for bit.
+std::optional<size_t> UnchangedCqTensor(const CactArchive& a, const std::map<std::string, size_t>& by_name,
+                                        const TensorSpec& s, uint32_t bits, const std::vector<float>& values) {
+  const auto it = by_name.find(s.name);
+  if (it == by_name.end()) return std::nullopt;
+  const TensorView v = a.tensor(it->second);
+  if (v.record->dtype != static_cast<uint8_t>(DType::kCQ) || v.record->bits != bits || v.record->group_size != kCqGroup)
+    return std::nullopt;
+  for (int k = 0; k < 4; ++k)
+    if (v.record->shape[k] != s.shape[k]) return std::nullopt;
+  const std::vector<float> have = a.Dequantized(it->second);
+  if (have.size() != values.size() || std::memcmp(have.data(), values.data(), 4 * have.size()) != 0) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace
+
+std::vector<uint8_t> ExportArchive(const ModelWeights& w, const BitsMap& bits, const TokenizerModel& tokenizer,
+                                   const CactArchive* unchanged_from, ExportCounts* counts) {
+  ExportCounts local;
+  ExportCounts& n = counts ? *counts : local;
+  n = {};
   const ModelConfig& c = w.config;
   c.Validate();
   if (tokenizer.pieces.size() > c.vocab_size) {
@@ -148,6 +184,12 @@ std::vector<uint8_t> ExportArchive(const ModelWeights& w, const BitsMap& bits, c
   CactHeader header = HeaderFromConfig(c);
   header.kv_window = c.kv_window ? effective_window(c) : 0;
   const std::array<float, kCodebookLen> codebook = ComputeHeaderCodebook(kCqGroup);
+  // Copied CQ bytes mean the same values only under the same levels.
+  std::map<std::string, size_t> base_index;
+  if (unchanged_from && unchanged_from->codebook().size() == codebook.size() &&
+      std::equal(codebook.begin(), codebook.end(), unchanged_from->codebook().begin())) {
+    for (size_t i = 0; i < unchanged_from->num_tensors(); ++i) base_index[unchanged_from->tensor(i).spec->name] = i;
+  }
 
   std::vector<std::vector<uint8_t>> storage(w.specs.size() + 1);
   std::vector<TensorBlob> blobs;
@@ -164,6 +206,13 @@ std::vector<uint8_t> ExportArchive(const ModelWeights& w, const BitsMap& bits, c
       b.dtype = DType::kCQ;
       b.group_size = kCqGroup;
       b.bits = bits.BitsFor(s);
+      if (const auto same = base_index.empty() ? std::nullopt : UnchangedCqTensor(*unchanged_from, base_index, s, b.bits, t)) {
+        b.bytes = unchanged_from->data(*same);
+        blobs.push_back(b);
+        ++n.copied;
+        continue;
+      }
+      ++n.quantized;
       bytes.resize(CqBlobBytes(s.shape[0], s.shape[1], b.bits));
       CqQuantize(t.data(), s.shape[0], s.shape[1], b.bits, codebook, bytes.data());
     } else {

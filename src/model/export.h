@@ -14,6 +14,8 @@
 
 namespace needle {
 
+class CactArchive;
+
 // Per-tensor CQ widths: "2", "3", "4", "ternary" (or "1.58"), or a map such as
 // "default=2,attn.v_proj=4,engram0.tables=3". A key is a tensor name
 // ("layer3.attn.q_proj", "engram0.tables") or a family key ("attn.q_proj",
@@ -26,6 +28,8 @@ struct BitsMap {
 };
 // Throws Error(kInvalidArgument) for an unknown width or a key that names no tensor.
 BitsMap ParseBitsMap(const std::string& text, const std::vector<TensorSpec>& specs);
+// The widths `a` stores its CQ tensors at, by name (4 for any other tensor).
+BitsMap BitsMapOf(const CactArchive& a);
 
 // fp32 weights in the positional order of BuildTensorSpecs (the tokenizer excluded).
 struct ModelWeights {
@@ -45,6 +49,18 @@ ModelWeights RandomWeights(const ModelConfig& config, const std::vector<HeadSpec
 
 // Quantizes and lays out the archive. The header records the effective window
 // (SPEC §3): kv_window capped by the budget, or 0 when the config leaves it to the budget.
-std::vector<uint8_t> ExportArchive(const ModelWeights& w, const BitsMap& bits, const TokenizerModel& tokenizer);
+//
+// With `unchanged_from` (the archive the weights were loaded from), a CQ tensor
+// whose values are bit for bit what that archive's same-named tensor
+// dequantizes to, at the width the bits map asks, is copied from it byte for
+// byte. Quantizing reconstructed values again is not the identity (the group
+// scales and codes move), so without this a stage that froze the body
+// (train-heads, a build at the base's width) would still perturb it.
+// `counts`, when given, says how many CQ tensors were copied and how many quantized.
+struct ExportCounts {
+  size_t copied = 0, quantized = 0;
+};
+std::vector<uint8_t> ExportArchive(const ModelWeights& w, const BitsMap& bits, const TokenizerModel& tokenizer,
+                                   const CactArchive* unchanged_from = nullptr, ExportCounts* counts = nullptr);
 
 }  // namespace needle

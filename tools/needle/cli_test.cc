@@ -371,6 +371,10 @@ TEST(Cli, EvalReportsEveryMetric) {
     ++rolls;
     const size_t sink = roll["sink"].get<size_t>(), from = roll["pool_from"].get<size_t>();
     EXPECT_LT(from, roll["ids"].size());
+    // The decoder's call probability, the cap on the reported confidence.
+    ASSERT_TRUE(roll.contains("call_p")) << l;
+    EXPECT_GT(roll["call_p"].get<double>(), 0.0);
+    EXPECT_LE(roll["call_p"].get<double>(), 1.0);
     if (roll["turn"].get<int>() == 0) {
       EXPECT_EQ(from, sink);
     } else {

@@ -328,7 +328,8 @@ int RunEval(int argc, char** argv) {
           ids.insert(ids.end(), history.begin(), history.end());
           const size_t pool_from = ids.size();
           ids.insert(ids.end(), s.turn_ids().begin(), s.turn_ids().end());
-          rolls.emplace_back(i, json{{"index", i}, {"turn", at_turn}, {"sink", s.sink_ids().size()}, {"pool_from", pool_from}, {"exact", exact}, {"ids", ids}}.dump());
+          rolls.emplace_back(i, json{{"index", i}, {"turn", at_turn}, {"sink", s.sink_ids().size()}, {"pool_from", pool_from}, {"exact", exact},
+                                    {"call_p", s.call_probability()}, {"ids", ids}}.dump());
         }
         history.insert(history.end(), s.turn_ids().begin(), s.turn_ids().end());
         if (history.size() > kRolloutHistory) history.erase(history.begin(), history.end() - kRolloutHistory);

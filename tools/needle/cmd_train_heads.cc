@@ -32,7 +32,7 @@ int RunTrainHeads(int argc, char** argv) {
              {"lr", "X", "default 1e-3"},
              {"threads", "K", "default 2"},
              {"seed", "N", "default 0"},
-             {"bits", "W|MAP", "width of DIR/model.cact (default 4)"},
+             {"bits", "W|MAP", "width of DIR/model.cact (default: the base archive's widths, else 4)"},
              {"out", "DIR", "output directory (required)"}});
   if (!args.Parse(argc, argv)) return 0;
 #if NEEDLE_HAVE_TRAIN
