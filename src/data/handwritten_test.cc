@@ -39,6 +39,7 @@ void ExpectEveryCaseValid(const std::string& name) {
 TEST(Handwritten, EveryCaseIsAValidExample) { ExpectEveryCaseValid("handwritten.jsonl"); }
 TEST(Handwritten, EveryBlindCaseIsAValidExample) { ExpectEveryCaseValid("handwritten-blind.jsonl"); }
 TEST(Handwritten, EverySecondBlindCaseIsAValidExample) { ExpectEveryCaseValid("handwritten-blind2.jsonl"); }
+TEST(Handwritten, EveryThirdBlindCaseIsAValidExample) { ExpectEveryCaseValid("handwritten-blind3.jsonl"); }
 
 }  // namespace
 }  // namespace needle::data

@@ -20,7 +20,11 @@ int RunBuild(int argc, char** argv) {
             "An archive built with --lora is marked fine-tuned by leaving out the confidence\n"
             "head (the heads section keeps only the contrastive head): that head was not\n"
             "tuned with the weights, so the engine reports confidence null for it (SPEC §12,\n"
-            "docs/format-notes.md). Without --lora the base's heads are kept.",
+            "docs/format-notes.md). From a .cact base, tensors the build leaves as they were\n"
+            "keep their bytes (at the base's own width the archive is written back unchanged);\n"
+            "if any is re-quantized (another width) the confidence head is left out too, as it\n"
+            "was calibrated on the base's weights. `needle eval --rollouts` and `needle\n"
+            "train-heads --base FILE.cact --rollouts` give either kind a calibrated one.",
             {{"lora", "ADAPTER", "adapter file from `needle finetune` (its base geometry must match)"},
              {"bits", "W|MAP", "2, 3, 4, ternary, or a map like default=2,attn.v_proj=4 (default 4)"},
              {"tokenizer", "SPM.model", "SentencePiece model or .cact to embed (default: the tokenizer embedded\n"
