@@ -1304,13 +1304,22 @@ void Session::KeepExactCase(std::string_view content, char quote) {
   if (any) std::copy(case_mask_.begin(), case_mask_.end(), copy_mask_.begin());
 }
 
-void Session::RememberTurnText(std::string_view text) {
+void Session::KeepTextsOfLastRequests(size_t requests) {
+  size_t from = copy_texts_.size();
+  for (size_t seen = 0; from > 0 && seen < requests;) seen += copy_text_requests_[--from];
+  copy_texts_.erase(copy_texts_.begin(), copy_texts_.begin() + std::ptrdiff_t(from));
+  copy_text_requests_.erase(copy_text_requests_.begin(), copy_text_requests_.begin() + std::ptrdiff_t(from));
+}
+
+void Session::RememberTurnText(std::string_view text, bool request) {
   copy_texts_.emplace_back(text);
+  copy_text_requests_.push_back(request ? 1 : 0);
   size_t total = 0;
   for (const std::string& t : copy_texts_) total += t.size();
   size_t drop = 0;
   while (drop + 1 < copy_texts_.size() && total > kCopyTextBytes) total -= copy_texts_[drop++].size();
   copy_texts_.erase(copy_texts_.begin(), copy_texts_.begin() + std::ptrdiff_t(drop));
+  copy_text_requests_.erase(copy_text_requests_.begin(), copy_text_requests_.begin() + std::ptrdiff_t(drop));
   id_said_ = false;  // (read by ResetNameScores, twice a turn)
   for (const std::string& t : copy_texts_) id_said_ = id_said_ || SaysAnIdentifier(t);
   std::vector<std::string_view> segments;
@@ -1462,6 +1471,7 @@ void Session::PrepareSinks(std::string_view query, double* prefill_seconds, uint
   sinks_dirty_ = false;
   turns_ = 0;
   copy_texts_.clear();
+  copy_text_requests_.clear();
   id_said_ = false;
   *prefill_seconds += Since(t0);
   *prefill_tokens += p.ids.size();
@@ -1527,7 +1537,11 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
                                         std::to_string(opt_.max_input_tokens) + ")");
   }
   ids.push_back(int32_t(kThinkId));
-  RememberTurnText(text);
+  // With the window held to the last window_requests requests, so is the copy
+  // source: a value copied from a request the model no longer sees ("Tokyo"
+  // from 900 turns back) is not one the conversation gives it.
+  if (kind == TurnKind::kQuery && opt_.window_requests > 0) KeepTextsOfLastRequests(opt_.window_requests - 1);
+  RememberTurnText(text, kind == TurnKind::kQuery);
   if (kind == TurnKind::kQuery && opt_.window_requests > 0) {
     // The window starts at the window_requests-th most recent request (a
     // reset or rebuilt sink block leaves only the sinks: no earlier request).
@@ -1807,6 +1821,7 @@ void Session::Reset() {
   if (state_) state_->cache().ResetToSinks();
   turns_ = 0;
   copy_texts_.clear();
+  copy_text_requests_.clear();
   id_said_ = false;
   chain_called_.clear();
   request_starts_.clear();
@@ -1853,7 +1868,7 @@ void Session::Save(const std::string& path) const {
                                  {"pins", pins_},    {"active", active_}, {"turns", turns_},
                                  {"last_type", int(last_type_)}, {"has_state", state_ != nullptr && !sinks_dirty_},
                                  {"sink_length", state_ ? state_->sink_length() : 0}, {"window", opt_.window},
-                                 {"copy_texts", copy_texts_}, {"chain_called", chain_called_},
+                                 {"copy_texts", copy_texts_}, {"copy_text_requests", copy_text_requests_}, {"chain_called", chain_called_},
                                  {"request_starts", request_starts_}, {"request", request_},
                                  {"record_ids", record_id_values_}};
   const std::string h = head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -1909,11 +1924,17 @@ void Session::Restore(const std::string& path) {
   }
   turns_ = head.value("turns", 0u);
   copy_texts_.clear();
+  copy_text_requests_.clear();
   id_said_ = false;
   if (head.contains("copy_texts") && head["copy_texts"].is_array()) {
     for (const auto& t : head["copy_texts"])
       if (t.is_string()) copy_texts_.push_back(t.get<std::string>());
   }
+  if (head.contains("copy_text_requests") && head["copy_text_requests"].is_array()) {
+    for (const auto& r : head["copy_text_requests"]) copy_text_requests_.push_back(r.is_number_integer() && r.get<int>() != 0);
+  }
+  // (A state saved before the flags were kept: every text counts as a request.)
+  if (copy_text_requests_.size() != copy_texts_.size()) copy_text_requests_.assign(copy_texts_.size(), 1);
   for (const std::string& t : copy_texts_) id_said_ = id_said_ || SaysAnIdentifier(t);
   chain_called_.clear();
   if (head.contains("chain_called") && head["chain_called"].is_array()) {

@@ -329,6 +329,9 @@ class Session {
   // reported confidence takes over the head (SPEC §10), so the head is trained
   // on min(head, this) as the user sees it. 1 before the first turn.
   double call_probability() const { return call_probability_; }
+  // The turn texts argument values may be copied from (newest last): the
+  // recent turns, and with window_requests only those of the requests in view.
+  const std::vector<std::string>& copy_texts() const { return copy_texts_; }
   // Bytes of the cache and scratch (constant while the sinks stay the same).
   uint64_t state_bytes() const;
   const Model& model() const { return *model_; }
@@ -386,7 +389,9 @@ class Session {
   struct StepCandidates;
   void HeadCandidates(std::string_view written, StepCandidates& out);
   // The copy source from the facts, pins and the recent turn texts.
-  void RememberTurnText(std::string_view text);
+  void RememberTurnText(std::string_view text, bool request);
+  // Forgets the copy texts older than the `requests` most recent user requests.
+  void KeepTextsOfLastRequests(size_t requests);
   // The values the conversation says that fit `node` (nullptr when none):
   // the dates, times or date-times for a `format: date / time / date-time`
   // string, the quantities in its unit for a number with a declared unit.
@@ -557,6 +562,7 @@ class Session {
   // whole) and the automaton over them and the facts and pins.
   static constexpr size_t kCopyTextBytes = 2048;
   std::vector<std::string> copy_texts_;
+  std::vector<uint8_t> copy_text_requests_;  // per copy text: 1 = a user request (0 = a tool result)
   grammar::CopySource copy_source_;
   // The dates (YYYY-MM-DD), times (HH:MM) and their combinations (date-time)
   // those texts say (grammar::SpokenDatesAndTimes), for format strings.

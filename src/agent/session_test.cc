@@ -228,6 +228,37 @@ TEST(Session, TheWindowStartsAtARecentRequestAndSurvivesSaveRestore) {
   EXPECT_EQ(s.window_floor(), 0);
 }
 
+// The copy source follows the window: with window_requests N, only the texts
+// of the last N requests (and the tool results after them) can be copied, and
+// a restored session keeps which texts were requests.
+TEST(Session, TheCopySourceHoldsOnlyTheRequestsInTheWindow) {
+  auto model = testing::AgentModel(6);
+  const std::string path = ::testing::TempDir() + "/session-copy.bin";
+  auto texts = [&](uint32_t window_requests) {
+    SessionOptions o = Small();
+    o.window_requests = window_requests;
+    Session a(model, o);
+    a.SetToolsJson(testing::kFiveTools);
+    a.Query("play some fado in Tokyo");
+    a.ToolResult(R"({"status":"ok"})");
+    a.Query("turn on the kitchen lights");
+    a.Save(path);
+    Session b(model, o);
+    b.Restore(path);
+    EXPECT_EQ(b.copy_texts(), a.copy_texts());
+    a.Query("wake me at 7"), b.Query("wake me at 7");
+    EXPECT_EQ(b.copy_texts(), a.copy_texts());
+    return a.copy_texts();
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(texts(1), (V{"wake me at 7"}));
+  EXPECT_EQ(texts(2), (V{"turn on the kitchen lights", "wake me at 7"}));
+  const V all = texts(0);
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all.front(), "play some fado in Tokyo");
+  EXPECT_EQ(all.back(), "wake me at 7");
+}
+
 TEST(Session, RetrievalPicksFiveAndPersistsTheIndex) {
   auto model = testing::AgentModel(8);
   ordered_json tools = ordered_json::parse(testing::kFiveTools);

@@ -17,9 +17,11 @@ int RunTrainHeads(int argc, char** argv) {
             "engine gives them (docs/agent.md). Contrastive (retrieval): (query, called tool)\n"
             "pairs from --data, in-batch negatives, learned temperature; top-1/top-5 retrieval\n"
             "on --val before and after. Confidence: rollouts from `needle eval --rollouts`\n"
-            "(the engine's own greedy turns, labelled exact or not), binary cross-entropy,\n"
-            "ECE (10 bins) on a held-out share before and after. Writes DIR/checkpoint.pt,\n"
-            "DIR/config.json and DIR/model.cact.",
+            "(the engine's own turns, labelled exact or not), binary cross-entropy and ECE\n"
+            "(10 bins, on a held-out share before and after) of the confidence the engine\n"
+            "reports, min(sigmoid(head), the rollout's call_p); a base without a confidence\n"
+            "head gets a fresh one. Writes DIR/checkpoint.pt, DIR/config.json and\n"
+            "DIR/model.cact (tensors not trained keep the base archive's bytes and widths).",
             {{"base", "CKPT", "run DIR, checkpoint.pt or .cact (required)"},
              {"data", "FILE", "JSONL examples for the contrastive stage"},
              {"val", "FILE", "JSONL examples to score retrieval"},
