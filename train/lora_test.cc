@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/testing/temp_dir.h"
 #include "base/random.h"
 #include "io/cact_archive.h"
 #include "kv/budget.h"
@@ -26,22 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string g_temp_dir;  // created on first use, removed when the tests end
-
-std::string TempDir() {
-  if (g_temp_dir.empty()) {
-    char tmpl[] = "/tmp/needle-lora-XXXXXX";
-    g_temp_dir = mkdtemp(tmpl);
-  }
-  return g_temp_dir;
-}
-
-struct RemoveTempDir : ::testing::Environment {
-  void TearDown() override {
-    if (!g_temp_dir.empty()) fs::remove_all(g_temp_dir);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kRemoveTempDir = ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
+const std::string& TempDir() { return testing::ProcessTempDir("needle-lora"); }
 
 std::vector<HeadSpec> BothHeads(const ModelConfig& c) {
   return {DefaultHeadSpec(HeadKind::kContrastive, c), DefaultHeadSpec(HeadKind::kConfidence, c)};

@@ -1516,7 +1516,10 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     request_terms_ = LexicalTerms(text);
     record_id_values_.clear();
     ScoreEnumValues();
-    turn_text = turns_ == 0 ? FirstQueryText(text) : UserTurnText(text);
+    // A request the window shows alone (window_requests 1) is rendered as a
+    // session's first: behind the floor it follows the sinks exactly as the
+    // first request did, so turn 1,000 reads what turn 1 read.
+    turn_text = turns_ == 0 || opt_.window_requests == 1 ? FirstQueryText(text) : UserTurnText(text);
   } else {
     if (!state_ || sinks_dirty_ || turns_ == 0) {
       throw Error(ErrorCode::kInvalidState, "a tool result needs a previous call in this session (send a query first)");

@@ -52,9 +52,10 @@ struct SessionOptions {
   uint32_t max_input_tokens = 4096; // one turn's text (query or tool result)
   // How far back the window reaches, in user requests: N > 0 shows the
   // conversation from the N-th most recent request on (1: the current
-  // request and its tool results only; 2: also the previous request and
-  // what followed it), never more than the W-token window; 0: the whole
-  // window. Older turns stay in the cache but are not attended.
+  // request and its tool results only, the request rendered as a session's
+  // first, so turn 1,000 reads what turn 1 read; 2: also the previous
+  // request and what followed it), never more than the W-token window; 0:
+  // the whole window. Older turns stay in the cache but are not attended.
   uint32_t window_requests = 0;
   uint32_t retrieval_top_k = 5;     // more declared tools than this: retrieval picks this many per query
   std::string tool_index_path;      // optional persistent embeddings (retrieval)

@@ -228,6 +228,32 @@ TEST(Session, TheWindowStartsAtARecentRequestAndSurvivesSaveRestore) {
   EXPECT_EQ(s.window_floor(), 0);
 }
 
+// With the window showing the current request alone, a request after any
+// conversation reads as a session's first: the same reasoning and calls as a
+// fresh session gives it (the confidence within RoPE's rounding at another
+// counter and the int8 K/V rounding it brings).
+TEST(Session, ARequestTheWindowShowsAloneIsAnsweredAsAFirstRequest) {
+  auto model = testing::AgentModel(6);
+  SessionOptions o = Small();
+  o.window_requests = 1;
+  const std::string request = "turn on the kitchen lights";
+  Session fresh(model, o);
+  fresh.SetToolsJson(testing::kFiveTools);
+  const Envelope first = fresh.Query(request);
+  Session s(model, o);
+  s.SetToolsJson(testing::kFiveTools);
+  for (const char* q : {"play some fado", "wake me at 7", "text mum that I'm on my way"}) {
+    if (s.Query(q).type == EnvelopeType::kCall) s.ToolResult(R"({"status":"ok"})");
+  }
+  const Envelope late = s.Query(request);
+  EXPECT_EQ(late.type, first.type);
+  EXPECT_EQ(late.reasoning, first.reasoning);
+  EXPECT_EQ(late.function_calls, first.function_calls);
+  EXPECT_EQ(s.turn_ids(), fresh.turn_ids());  // the request's tokens, reasoning and call
+  ASSERT_EQ(late.confidence.has_value(), first.confidence.has_value());
+  if (first.confidence) EXPECT_NEAR(*late.confidence, *first.confidence, 0.02);
+}
+
 // The copy source follows the window: with window_requests N, only the texts
 // of the last N requests (and the tool results after them) can be copied, and
 // a restored session keeps which texts were requests.

@@ -216,6 +216,23 @@ int32_t WindowSinkCache::TokenAt(int64_t t) const {
   return token_ring_[static_cast<size_t>(t % static_cast<int64_t>(token_ring_.size()))];
 }
 
+int32_t WindowSinkCache::TokenSeen(int64_t t) const {
+  if (floor_ <= int64_t(g_.sink_capacity) || t >= floor_) return TokenAt(t);
+  const int64_t v = int64_t(g_.sink_capacity) - (floor_ - t);
+  const std::vector<int32_t>& ring = sinks().token_ring_at_sinks_;
+  if (v < 0 || floor_ - t > int64_t(ring.size())) return 0;
+  return ring[static_cast<size_t>(v % static_cast<int64_t>(ring.size()))];
+}
+
+const float* WindowSinkCache::EngramValueSeen(uint32_t site, int64_t t) const {
+  if (t < 0) return nullptr;
+  if (floor_ <= int64_t(g_.sink_capacity) || t >= floor_) return EngramValue(site, t);
+  const int64_t v = int64_t(g_.sink_capacity) - (floor_ - t);
+  const int64_t h = std::max<uint32_t>(1, g_.engram_value_history);
+  if (v < 0 || floor_ - t > h) return nullptr;
+  return &sinks().engram_ring_at_sinks_[(size_t(site) * size_t(h) + static_cast<size_t>(v % h)) * g_.d_model];
+}
+
 void WindowSinkCache::PushToken(int64_t t, int32_t id) {
   token_ring_[static_cast<size_t>(t % static_cast<int64_t>(token_ring_.size()))] = id;
 }

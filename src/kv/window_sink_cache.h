@@ -93,6 +93,14 @@ class WindowSinkCache {
 
   // Engram history: token id of position t (t > tokens() - token_history), 0 before the start.
   int32_t TokenAt(int64_t t) const;
+  // What a token at or past the floor reads of position t: the token id and
+  // ev0 (nullptr: no such position). Past the sinks, a position below the
+  // floor is hidden, and the window continues from the sink block's tail —
+  // SPEC §3's positions rule, for the engrams too: t reads sink position
+  // S - (floor - t), so a request behind a floor hashes as it would right
+  // after the sinks, whatever came before it.
+  int32_t TokenSeen(int64_t t) const;
+  const float* EngramValueSeen(uint32_t site, int64_t t) const;
   void PushToken(int64_t t, int32_t id);
   // ev0 of site s at position t (kept for the last engram_value_history positions).
   float* EngramValue(uint32_t site, int64_t t);

@@ -617,7 +617,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
   const int64_t t0 = cache.tokens();
   const int64_t S = cache.geometry().sink_capacity;
 
-  auto tok = [&](int64_t P) -> int32_t { return P < 0 ? 0 : P >= t0 ? tokens[P - t0] : cache.TokenAt(P); };
+  auto tok = [&](int64_t P) -> int32_t { return P < 0 ? 0 : P >= t0 ? tokens[P - t0] : cache.TokenSeen(P); };
 
   // Row p of `x` (row stride `in`) rotated and quantized for `fb`-bit matrices;
   // called inside other per-token stages (one pool job instead of two).
@@ -777,8 +777,8 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
         std::fill(ev, ev + d, 0.0f);
         for (uint32_t j = 0; j < taps; ++j) {
           const int64_t src = P - int64_t(j) * dil;
-          if (src < 0) continue;
-          const float* e0 = cache.EngramValue(si, src);
+          const float* e0 = cache.EngramValueSeen(si, src);
+          if (!e0) continue;
           for (uint32_t i = 0; i < d; ++i) ev[i] += E.taps[j * d + i] * e0[i];
         }
         float* u = &s.u[size_t(p) * d];

@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "base/testing/temp_dir.h"
 #include "io/tokenizer_blob.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_testing.h"
@@ -41,22 +42,7 @@ uint64_t Seed() {
   return v ? std::strtoull(v, nullptr, 10) : 2024;
 }
 
-std::string g_temp_dir;  // created on first use, removed when the tests end
-
-std::string TempDir() {
-  if (g_temp_dir.empty()) {
-    char tmpl[] = "/tmp/needle-text-XXXXXX";
-    g_temp_dir = mkdtemp(tmpl);
-  }
-  return g_temp_dir;
-}
-
-struct RemoveTempDir : ::testing::Environment {
-  void TearDown() override {
-    if (!g_temp_dir.empty()) std::filesystem::remove_all(g_temp_dir);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kRemoveTempDir = ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
+const std::string& TempDir() { return testing::ProcessTempDir("needle-text"); }
 
 // A model trained once per run by the CLI (the production training options).
 const std::string& CliTrainedModel() {

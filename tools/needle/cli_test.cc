@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/testing/temp_dir.h"
 #include "text/tokenizer_testing.h"
 
 namespace {
@@ -25,13 +26,7 @@ std::string Slurp(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::string TempDir() {
-  static std::string dir = [] {
-    char tmpl[] = "/tmp/needle-cli-XXXXXX";
-    return std::string(mkdtemp(tmpl));
-  }();
-  return dir;
-}
+const std::string& TempDir() { return needle::testing::ProcessTempDir("needle-cli"); }
 
 Result RunNeedle(const std::string& args) {
   const std::string out = TempDir() + "/stdout", err = TempDir() + "/stderr";
