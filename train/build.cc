@@ -75,7 +75,7 @@ BaseModel LoadBase(const std::string& path) {
   b.model = San(b.config, heads, 0);
   torch::serialize::InputArchive ar;
   try {
-    ar.load_from(path);
+    ar.load_from(path, torch::kCPU);  // (a run on a GPU saves its tensors there)
   } catch (const c10::Error& e) {
     throw Error(ErrorCode::kInvalidArgument, "'" + path + "' is not a libtorch checkpoint: " + e.what_without_backtrace());
   }

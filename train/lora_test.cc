@@ -384,6 +384,33 @@ TEST(Trainer, ResumedRunReproducesTheLossCurveAndLoadsFromItsDirectory) {
   EXPECT_THROW(Train(c), Error);
 }
 
+// --device: cpu runs as before; a name that is no device, or CUDA where this
+// libtorch has none, is an error naming it before any work.
+TEST(Trainer, TheDeviceIsCheckedBeforeTheRun) {
+  EXPECT_TRUE(TrainingDevice("cpu").is_cpu());
+  for (const char* bad : {"gpu", "", "cuda:x", "mps"}) {
+    try {
+      TrainingDevice(bad);
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << bad;
+      EXPECT_NE(std::string(e.what()).find("cpu, cuda or cuda:N"), std::string::npos) << e.what();
+    }
+  }
+  if (torch::cuda::is_available()) GTEST_SKIP() << "this libtorch has CUDA";
+  TrainOptions o = SmallRun("device", 4);
+  o.out = TempDir() + "/device";
+  o.device = "cuda";
+  try {
+    Train(o);
+    ADD_FAILURE() << "trained on a CUDA device this libtorch does not have";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(o.out + "/checkpoint.pt"));
+}
+
 TEST(Trainer, InitFromStartsAtTheBasesWeights) {
   TrainOptions o = SmallRun("init", 3);
   o.out = TempDir() + "/init-a";

@@ -37,7 +37,12 @@ struct TrainOptions {
   bool checkpoint_at_stop = true;   // false: stop as if killed there (tests of resuming)
   std::string bits = "4";           // width of the exported model.cact
   double mtp_weight = 0;            // > 0: add the MTP block's loss (SPEC §1) with this weight
+  std::string device = "cpu";       // where the steps run: "cpu", "cuda" or "cuda:N" (a libtorch built with CUDA)
 };
+
+// The device a run names ("cpu", "cuda", "cuda:N"), checked: one this
+// libtorch cannot use is an error naming it (Debian's libtorch has no CUDA).
+torch::Device TrainingDevice(const std::string& name);
 
 // Runs training; returns the final validation loss (or training loss without val).
 double Train(const TrainOptions& opt);

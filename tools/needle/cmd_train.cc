@@ -16,8 +16,9 @@ int RunTrain(int argc, char** argv) {
             "Trains the SAN (from scratch, or from a base with --init-from) on JSONL tool-calling examples (SPEC §12) rendered\n"
             "with the prompt format of SPEC §8, packed into rows with the window + sink\n"
             "mask (SPEC §4); AdamW, warmup then cosine decay, global-norm clip 1.0, fp32 on\n"
-            "the CPU. Writes DIR/checkpoint.pt and DIR/model.cact every --checkpoint-every\n"
-            "steps and DIR/log.jsonl; --resume continues a killed run from its checkpoint.",
+            "the CPU (--device cuda: a GPU, TF32 products). Writes DIR/checkpoint.pt and\n"
+            "DIR/model.cact every --checkpoint-every steps and DIR/log.jsonl; --resume\n"
+            "continues a killed run from its checkpoint (on any device).",
             {{"data", "FILE", "training examples, JSONL (required)"},
              {"val", "FILE", "validation examples, JSONL"},
              {"tokenizer", "SPM.model", "SentencePiece model (required; embedded in model.cact)"},
@@ -32,6 +33,7 @@ int RunTrain(int argc, char** argv) {
              {"eval-every", "N", "validation every N steps (default 200)"},
              {"checkpoint-every", "N", "checkpoint every N steps (default 200)"},
              {"threads", "K", "CPU threads (default 2)"},
+             {"device", "D", "where the steps run: cpu (default), cuda or cuda:N (needs a libtorch built with CUDA; Debian's is CPU-only)"},
              {"seed", "N", "seed (default 0)"},
              {"bits", "W|MAP", "width of the exported model.cact (default 4)"},
              {"mtp-weight", "X", "add the multi-token-prediction loss (SPEC §1, training aid, not exported) with this weight (default 0)"},
@@ -64,6 +66,7 @@ int RunTrain(int argc, char** argv) {
   o.stop_at = args.GetInt("stop-at", 0);
   if (o.stop_at < 0) throw Error(ErrorCode::kInvalidArgument, "train: --stop-at must be a step number");
   o.mtp_weight = args.GetDouble("mtp-weight", 0.0);
+  o.device = args.Get("device", o.device);
   if (o.mtp_weight < 0) throw Error(ErrorCode::kInvalidArgument, "train: --mtp-weight must be >= 0");
   if (o.steps < 1 || o.batch_tokens < 1 || o.max_len < 8 || o.warmup < 0 || o.window < 0 || o.threads < 1 ||
       o.eval_every < 1 || o.checkpoint_every < 1 || !(o.lr > 0)) {
