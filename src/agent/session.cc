@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "grammar/codes.h"        // SpokenCurrencyCodes, SpokenLanguageCodes, CodeFormatNamedBy
 #include "grammar/dates_times.h"  // SpokenDatesAndTimes, FormatNamedBy
 #include "grammar/validate.h"
 #include "io/cact_archive.h"     // WriteFileAtomically
@@ -154,7 +155,8 @@ void Session::SetTools(const nlohmann::ordered_json& tools_in) {
     }
   }
   unit_node_values_.resize(unit_nodes_.size());
-  // String arguments whose description spells a date or time layout the schema does not declare.
+  // String arguments whose description spells a date or time layout the
+  // schema does not declare, or asks for a currency or language code.
   described_formats_.clear();
   for (size_t t = 0; t < grammar_->tools().size() && t < tools_.size(); ++t) {
     const grammar::Node& args = grammar_->nodes[grammar_->tools()[t].args];
@@ -163,9 +165,9 @@ void Session::SetTools(const nlohmann::ordered_json& tools_in) {
       const grammar::Node& n = grammar_->nodes[args.prop_nodes[i]];
       if (n.kind != grammar::NodeKind::kString || !n.format.empty() || !n.pattern.empty()) continue;
       const std::string description = PropertyDescription(tools_[t], args.prop_names[i]);
-      if (const std::string_view format = grammar::FormatNamedBy(description); !format.empty()) {
-        described_formats_.emplace_back(args.prop_nodes[i], format);
-      }
+      std::string_view format = grammar::FormatNamedBy(description);
+      if (format.empty()) format = grammar::CodeFormatNamedBy(args.prop_names[i], description);
+      if (!format.empty()) described_formats_.emplace_back(args.prop_nodes[i], format);
     }
   }
   // String arguments naming an identifier ("track_id"): after a lookup, the
@@ -575,7 +577,12 @@ const std::vector<std::string>* Session::SaidValues(uint32_t node) const {
     for (const auto& [described, named] : described_formats_) {
       if (described == node) format = named;
     }
-    values = format == "date" ? &date_values_ : format == "time" ? &time_values_ : format == "date-time" ? &date_time_values_ : nullptr;
+    values = format == "date"            ? &date_values_
+             : format == "time"          ? &time_values_
+             : format == "date-time"     ? &date_time_values_
+             : format == "currency-code" ? &currency_values_
+             : format == "language-code" ? &language_values_
+                                         : nullptr;
   }
   if (n.kind == grammar::NodeKind::kString && std::find(id_nodes_.begin(), id_nodes_.end(), node) != id_nodes_.end()) {
     values = &record_id_values_;
@@ -715,7 +722,8 @@ void Session::ExcludeRepeatedValue() {
   const grammar::Node& n = matcher_->grammar().nodes[size_t(node)];
   if (!n.format.empty() || !n.pattern.empty()) return;  // (dates, times, codes: the value rules' or the pattern's)
   for (const auto& [described, format] : described_formats_) {
-    if (described == uint32_t(node)) return;
+    // (A currency or language code is not repeated either: "from USD to USD".)
+    if (described == uint32_t(node) && format != "currency-code" && format != "language-code") return;
   }
   std::string_view content, key;
   if (!ArgumentValuesSoFar(call_bytes_, written_values_, &content, &key) || written_values_.empty()) return;
@@ -1337,9 +1345,25 @@ void Session::RememberTurnText(std::string_view text, bool request) {
     today = grammar::ParseIsoDate(std::string_view(facts).substr(at + 6));
   }
   std::vector<std::string> derived;
-  derived.reserve(2 * copy_texts_.size());
+  derived.reserve(4 * copy_texts_.size());
   date_values_.clear(), time_values_.clear(), date_time_values_.clear();
+  currency_values_.clear(), language_values_.clear();
+  bool currency_codes = false, language_codes = false;
+  for (const auto& [node, format] : described_formats_) {
+    currency_codes = currency_codes || format == "currency-code";
+    language_codes = language_codes || format == "language-code";
+  }
+  // Currencies and languages said by name, as codes, where an argument asks for one.
+  auto add_codes = [&](const std::string& said, std::vector<std::string>& values) {
+    std::istringstream words(said);
+    for (std::string w; words >> w;) {
+      if (std::find(values.begin(), values.end(), w) == values.end()) values.push_back(w);
+    }
+    derived.push_back(said);
+  };
   for (const std::string& t : copy_texts_) {
+    if (currency_codes) add_codes(grammar::SpokenCurrencyCodes(t), currency_values_);
+    if (language_codes) add_codes(grammar::SpokenLanguageCodes(t), language_values_);
     derived.push_back(grammar::SpelledNumbers(t));
     derived.push_back(grammar::SpokenDatesAndTimes(t, today));
     // Format strings take these whole: a date said with a time also makes a date-time.

@@ -106,7 +106,10 @@ struct SessionOptions {
   // past 6 pm" -> 18:30, "tomorrow" from the system facts' date; a date said
   // with a time also makes a date-time). The small model rewrites them digit
   // by digit and gets them wrong. INFINITY (the default) makes it a rule
-  // whenever one of them fits what is written so far; 0 turns it off.
+  // whenever one of them fits what is written so far; 0 turns it off. The
+  // same bias writes the codes of the currencies and languages the
+  // conversation names in arguments asking for such codes (grammar/codes.h:
+  // "euros" -> EUR under "ISO 4217 currency code").
   float date_time_bias = kDefaultDateTimeBias;
   static constexpr float kDefaultDateTimeBias = INFINITY;
   // Inside a number argument whose name or description declares a unit
@@ -568,8 +571,13 @@ class Session {
   // The dates (YYYY-MM-DD), times (HH:MM) and their combinations (date-time)
   // those texts say (grammar::SpokenDatesAndTimes), for format strings.
   std::vector<std::string> date_values_, time_values_, date_time_values_;
+  // The currency and language codes those texts say by name (grammar/codes.h),
+  // for arguments asking for a code; computed only when one does.
+  std::vector<std::string> currency_values_, language_values_;
   // String arguments without a declared format whose description spells a
-  // date or time layout (grammar::FormatNamedBy; set with the tools): node, "date" / "time".
+  // date or time layout (grammar::FormatNamedBy), or asks for a currency or
+  // language code (grammar::CodeFormatNamedBy; set with the tools): node,
+  // "date" / "time" / "currency-code" / "language-code".
   std::vector<std::pair<uint32_t, std::string_view>> described_formats_;
   // Number arguments with a declared unit (set with the tools: node, unit),
   // and per turn the quantities those texts say in each one's unit

@@ -674,6 +674,33 @@ TEST(Session, ADescriptionSpellingTheLayoutActsAsTheFormat) {
   EXPECT_GE(n.wrong_without, 1u);
 }
 
+// Arguments asking for a currency or language code take the codes of the
+// ones the request names ("euros" -> EUR); a description that allows a name
+// leaves the words as said. Without the rule a random model writes others.
+TEST(Session, CodeArgumentsTakeTheCodesOfWhatTheRequestNames) {
+  const char* tools = R"json([{"name":"convert","parameters":{"type":"object","properties":{
+      "amount":{"type":"number"},"from_currency":{"type":"string","description":"ISO 4217 code of the source currency"},
+      "to_currency":{"type":"string","description":"ISO 4217 code of the target currency"}},"required":["amount","from_currency","to_currency"]}},
+      {"name":"translate","parameters":{"type":"object","properties":{"text":{"type":"string"},
+      "target_language":{"type":"string","description":"Target language code (ISO 639-1)"}},"required":["text","target_language"]}}])json";
+  // (A request naming no currency leaves the currency arguments free, and so for languages.)
+  const std::vector<std::vector<std::string>> currencies = {{"EUR", "JPY"}, {"GBP", "USD"}, {}, {}};
+  const std::vector<std::vector<std::string>> languages = {{}, {}, {"es"}, {"de"}};
+  const RuleCounts n = CheckRule(
+      tools, [](SessionOptions& o, bool on) { o.date_time_bias = on ? INFINITY : 0.0f; },
+      {"how much is 250 euros in yen", "40 pounds to dollars", "say good morning in Spanish", "translate thank you into German"},
+      [&](size_t i, const nlohmann::ordered_json& args) {
+        for (const char* key : {"from_currency", "to_currency", "target_language"}) {
+          const auto& a = key[0] == 't' && key[1] == 'a' ? languages[i] : currencies[i];
+          if (!args.contains(key) || a.empty()) continue;
+          if (std::find(a.begin(), a.end(), args[key].get<std::string>()) == a.end()) return false;
+        }
+        return true;
+      });
+  EXPECT_GE(n.calls, 4u);
+  EXPECT_GE(n.wrong_without, 1u);
+}
+
 // A required string argument does not start with another required one's
 // one-word value ("USD" as both currencies); without the rule a random model
 // writes such repeats.

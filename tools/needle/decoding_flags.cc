@@ -17,7 +17,8 @@ std::vector<FlagSpec> DecodingFlags() {
       {"lexical-weight", "W", "weight of request/schema word overlap added to the retrieval similarity (default 1; 0 off)"},
       {"copy-bias", "B", "logit bonus for copying argument text from the conversation (default inf: a copy whenever one fits; 0 off)"},
       {"date-time-bias", "B",
-       "logit bonus for the dates and times the conversation says, in date/time format strings (default inf: a rule; 0 off)"},
+       "logit bonus for the dates and times the conversation says, in date/time format strings, and for the codes of the "
+       "currencies and languages it names, in arguments asking for such codes (default inf: a rule; 0 off)"},
       {"quantity-bias", "B",
        "logit bonus for the quantities the conversation says (\"5 minutes\"), converted to a number argument's declared unit (default "
        "inf: a rule; 0 off)"},
