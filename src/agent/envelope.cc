@@ -142,24 +142,35 @@ void DropRepeatedCalls(Envelope& env) {
   env.function_calls = std::move(kept);
 }
 
+namespace {
+
+// The declared `parameters` object of a call's tool; nullptr for a call that
+// is not an object with a name and arguments, or of an undeclared tool.
+const nlohmann::ordered_json* ParametersOf(const nlohmann::ordered_json& call, const nlohmann::ordered_json& tools) {
+  if (!call.is_object() || !call.contains("arguments") || !call["arguments"].is_object() || !call["name"].is_string()) return nullptr;
+  for (const auto& t : tools) {
+    if (t.is_object() && t.value("name", "") == call["name"].get_ref<const std::string&>()) {
+      const auto p = t.find("parameters");
+      return p != t.end() && p->is_object() ? &*p : nullptr;
+    }
+  }
+  return nullptr;
+}
+
+bool IsRequired(const nlohmann::ordered_json& params, const std::string& key) {
+  const auto r = params.find("required");
+  return r != params.end() && r->is_array() && std::find(r->begin(), r->end(), key) != r->end();
+}
+
+}  // namespace
+
 void DropEchoedArguments(Envelope& env, const nlohmann::ordered_json& tools) {
   std::vector<std::string> dropped;
   for (auto& call : env.function_calls) {
-    if (!call.is_object() || !call.contains("arguments") || !call["arguments"].is_object() || !call["name"].is_string()) continue;
-    const nlohmann::ordered_json* schema = nullptr;
-    for (const auto& t : tools) {
-      if (t.is_object() && t.value("name", "") == call["name"].get_ref<const std::string&>()) {
-        schema = &t;
-        break;
-      }
-    }
-    if (!schema || !schema->contains("parameters") || !(*schema)["parameters"].is_object()) continue;
-    const nlohmann::ordered_json& params = (*schema)["parameters"];
-    auto required = [&](const std::string& key) {
-      const auto r = params.find("required");
-      if (r == params.end() || !r->is_array()) return false;
-      return std::find(r->begin(), r->end(), key) != r->end();
-    };
+    const nlohmann::ordered_json* schema_params = ParametersOf(call, tools);
+    if (!schema_params) continue;
+    const nlohmann::ordered_json& params = *schema_params;
+    auto required = [&](const std::string& key) { return IsRequired(params, key); };
     nlohmann::ordered_json& args = call["arguments"];
     nlohmann::ordered_json kept = nlohmann::ordered_json::object();
     for (auto it = args.begin(); it != args.end(); ++it) {
@@ -186,6 +197,35 @@ void DropEchoedArguments(Envelope& env, const nlohmann::ordered_json& tools) {
   }
   if (dropped.empty()) return;
   std::string w = "dropped optional argument(s) that were empty or repeated another argument's value:";
+  for (const std::string& d : dropped) w += " " + d;
+  env.warnings.push_back(std::move(w));
+}
+
+void DropUnsaidOptionalNumbers(Envelope& env, const nlohmann::ordered_json& tools, const std::vector<double>& said) {
+  std::vector<std::string> dropped;
+  for (auto& call : env.function_calls) {
+    const nlohmann::ordered_json* params = ParametersOf(call, tools);
+    if (!params) continue;
+    nlohmann::ordered_json& args = call["arguments"];
+    nlohmann::ordered_json kept = nlohmann::ordered_json::object();
+    for (auto it = args.begin(); it != args.end(); ++it) {
+      const nlohmann::ordered_json& v = it.value();
+      if (v.is_number() && !IsRequired(*params, it.key())) {
+        const double x = v.get<double>();
+        const bool is_said = std::any_of(said.begin(), said.end(), [&](double s) {
+          return std::fabs(s - x) <= 1e-9 * std::max(1.0, std::fabs(x));
+        });
+        if (!is_said) {
+          dropped.push_back(call["name"].get<std::string>() + "." + it.key());
+          continue;
+        }
+      }
+      kept[it.key()] = v;
+    }
+    args = std::move(kept);
+  }
+  if (dropped.empty()) return;
+  std::string w = "dropped optional number argument(s) the conversation does not say:";
   for (const std::string& d : dropped) w += " " + d;
   env.warnings.push_back(std::move(w));
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -59,6 +60,16 @@ void DropRepeatedCalls(Envelope& env);
 // the tool's default, not an error. `tools` is the declared array; calls of
 // undeclared tools are left alone.
 void DropEchoedArguments(Envelope& env, const nlohmann::ordered_json& tools);
+
+// Drops, from each call, the optional number arguments whose value the
+// conversation does not say — not among `said` (the numbers its texts write
+// in digits or spell, and its quantities in each argument's unit) — and adds
+// a warning naming them. The grammar makes the model write a number once it
+// opened such a key, and with nothing to copy it invents one ("seats": 900
+// for "get me a ride to the airport", "cups": 2024 for "six cups"); an
+// optional argument left out is the tool's default. Required arguments stay
+// (the call needs them), and so do calls of undeclared tools.
+void DropUnsaidOptionalNumbers(Envelope& env, const nlohmann::ordered_json& tools, const std::vector<double>& said);
 
 // The number of calls a reasoning plans: one per segment, segments joined by
 // " | " outside the quoted spans ("a: 'x' -> k | b: no arguments needed" plans

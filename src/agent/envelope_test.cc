@@ -65,6 +65,29 @@ TEST(Envelope, DropEchoedArgumentsDropsOptionalRepeatsAndEmptyStrings) {
   EXPECT_TRUE(clean.warnings.empty());
 }
 
+TEST(Envelope, DropUnsaidOptionalNumbersKeepsWhatTheConversationSays) {
+  const ordered_json tools = ordered_json::parse(R"([
+    {"name":"ride","parameters":{"type":"object","properties":{"dropoff":{"type":"string"},"seats":{"type":"integer"},
+      "tip":{"type":"number"},"stops":{"type":"integer"},"code":{"type":"string"}},"required":["dropoff","stops"]}}])");
+  Envelope e;
+  e.function_calls = ordered_json::parse(R"([
+    {"name":"ride","arguments":{"dropoff":"the airport","seats":900,"tip":2.5,"stops":7,"code":"12"}},
+    {"name":"ride","arguments":{"dropoff":"home","seats":2,"stops":0}},
+    {"name":"other","arguments":{"n":900}}])");
+  DropUnsaidOptionalNumbers(e, tools, {2.5, 2.0});
+  // "seats" 900 is said nowhere: dropped; "tip" 2.5 and "seats" 2 are said;
+  // "stops" is required and "code" a string: kept; no schema: left alone.
+  EXPECT_EQ(e.function_calls[0]["arguments"].dump(), R"({"dropoff":"the airport","tip":2.5,"stops":7,"code":"12"})");
+  EXPECT_EQ(e.function_calls[1]["arguments"].dump(), R"({"dropoff":"home","seats":2,"stops":0})");
+  EXPECT_EQ(e.function_calls[2]["arguments"].dump(), R"({"n":900})");
+  ASSERT_EQ(e.warnings.size(), 1u);
+  EXPECT_NE(e.warnings[0].find("ride.seats"), std::string::npos) << e.warnings[0];
+  Envelope said;
+  said.function_calls = ordered_json::parse(R"([{"name":"ride","arguments":{"dropoff":"x","stops":1,"seats":3}}])");
+  DropUnsaidOptionalNumbers(said, tools, {3.0});
+  EXPECT_TRUE(said.warnings.empty());
+}
+
 TEST(Envelope, PlannedCallsCountsTheReasoningsSegments) {
   EXPECT_EQ(PlannedCalls(""), 0u);                                                    // no plan
   EXPECT_EQ(PlannedCalls("I should call the timer tool"), 0u);                        // free-form reasoning

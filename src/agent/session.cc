@@ -1379,6 +1379,14 @@ void Session::RememberTurnText(std::string_view text, bool request) {
     if (!t.empty()) segments.push_back(t);
   }
   copy_source_.Build(segments);
+  // Every number those texts write or spell (and, below, their quantities in
+  // each unit-declaring argument's unit): an optional number argument the
+  // conversation does not say is dropped from the envelope.
+  said_numbers_.clear();
+  for (std::string_view s : segments) {
+    const std::vector<double> n = grammar::WrittenNumbers(s);
+    said_numbers_.insert(said_numbers_.end(), n.begin(), n.end());
+  }
   // Quantities said with a unit, in each unit-declaring argument's unit.
   std::vector<grammar::Quantity> quantities;
   for (const std::string& t : copy_texts_) {
@@ -1392,6 +1400,10 @@ void Session::RememberTurnText(std::string_view text, bool request) {
     for (const grammar::Quantity& q : quantities) {
       std::string v = grammar::QuantityIn(q, unit_nodes_[k].second, integer);
       if (!v.empty() && std::find(values.begin(), values.end(), v) == values.end()) values.push_back(std::move(v));
+    }
+    for (const std::string& v : values) {
+      const std::vector<double> n = grammar::WrittenNumbers(v);
+      said_numbers_.insert(said_numbers_.end(), n.begin(), n.end());
     }
   }
 }
@@ -1810,6 +1822,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   env.function_calls = nlohmann::ordered_json::parse(call_text);
   DropRepeatedCalls(env);
   if (opt_.drop_echoed_arguments) DropEchoedArguments(env, tools_);
+  if (opt_.drop_unsaid_numbers) DropUnsaidOptionalNumbers(env, tools_, said_numbers_);
   if (!env.function_calls.empty()) {
     env.type = EnvelopeType::kCall;
     for (const auto& c : env.function_calls) {

@@ -140,6 +140,10 @@ struct SessionOptions {
   // Drop an optional argument whose value is empty or repeats another
   // argument's value in the same call (DropEchoedArguments).
   bool drop_echoed_arguments = true;
+  // Drop optional number arguments whose value the conversation does not say
+  // (DropUnsaidOptionalNumbers: digits, spelled numbers, quantities in the
+  // argument's unit): the model invents one once it opened such a key.
+  bool drop_unsaid_numbers = true;
   // A string argument does not repeat another string argument's value in the
   // same call (ExcludeRepeatedValue): the model writes "USD" as both
   // currencies of a conversion, the street as the city. false: allowed.
@@ -574,6 +578,9 @@ class Session {
   // The currency and language codes those texts say by name (grammar/codes.h),
   // for arguments asking for a code; computed only when one does.
   std::vector<std::string> currency_values_, language_values_;
+  // The numbers those texts write or spell, and their quantities in each
+  // unit-declaring argument's unit (DropUnsaidOptionalNumbers).
+  std::vector<double> said_numbers_;
   // String arguments without a declared format whose description spells a
   // date or time layout (grammar::FormatNamedBy), or asks for a currency or
   // language code (grammar::CodeFormatNamedBy; set with the tools): node,

@@ -701,6 +701,26 @@ TEST(Session, CodeArgumentsTakeTheCodesOfWhatTheRequestNames) {
   EXPECT_GE(n.wrong_without, 1u);
 }
 
+// An optional number argument the conversation does not say is left out of
+// the envelope (a random model opens such keys and invents values); one it
+// says, in digits, in words or as a quantity in the argument's unit, stays.
+TEST(Session, OptionalNumbersTheConversationDoesNotSayAreDropped) {
+  const char* tools = R"([{"name":"ride","parameters":{"type":"object","properties":{
+      "dropoff":{"type":"string"},"seats":{"type":"integer"},"wait_seconds":{"type":"integer"}},"required":["dropoff"]}}])";
+  const std::vector<std::vector<double>> said = {{}, {2}, {3, 5, 300}};
+  const RuleCounts n = CheckRule(
+      tools, [](SessionOptions& o, bool on) { o.drop_unsaid_numbers = on; },
+      {"get me a ride to the airport", "a ride home for two", "3 seats to the station, wait 5 minutes"},
+      [&](size_t i, const nlohmann::ordered_json& args) {
+        for (const char* key : {"seats", "wait_seconds"}) {
+          if (args.contains(key) && std::find(said[i].begin(), said[i].end(), args[key].get<double>()) == said[i].end()) return false;
+        }
+        return true;
+      });
+  EXPECT_GE(n.calls, 3u);
+  EXPECT_GE(n.wrong_without, 1u);
+}
+
 // A required string argument does not start with another required one's
 // one-word value ("USD" as both currencies); without the rule a random model
 // writes such repeats.

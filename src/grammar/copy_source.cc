@@ -1,6 +1,7 @@
 #include "grammar/copy_source.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace needle::grammar {
 namespace {
@@ -245,6 +246,47 @@ std::vector<SpelledNumberSpan> FindSpelledNumbers(std::string_view text) {
     }
     // Words join across spaces and hyphens ("twenty-two"); anything else ends a number ("five, six", "5").
     if (c != ' ' && c != '-') number.Flush(out);
+  }
+  return out;
+}
+
+std::vector<double> WrittenNumbers(std::string_view text) {
+  std::vector<double> out;
+  auto digit = [&](size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
+  size_t i = 0;
+  while (i < text.size()) {
+    if (!digit(i)) {
+      ++i;
+      continue;
+    }
+    const bool negative = i > 0 && text[i - 1] == '-' && (i == 1 || text[i - 2] == ' ');
+    // Digit groups joined by single commas, then a decimal part.
+    std::string joined;
+    std::vector<double> groups;
+    size_t j = i;
+    for (;;) {
+      const size_t start = j;
+      while (digit(j)) ++j;
+      joined.append(text.substr(start, j - start));
+      groups.push_back(std::strtod(std::string(text.substr(start, j - start)).c_str(), nullptr));
+      if (j + 1 < text.size() && text[j] == ',' && digit(j + 1)) {
+        ++j;
+        continue;
+      }
+      break;
+    }
+    if (j + 1 < text.size() && text[j] == '.' && digit(j + 1)) {
+      const size_t start = ++j;
+      while (digit(j)) ++j;
+      joined.append(".").append(text.substr(start, j - start));
+      if (groups.size() == 1) groups.clear();  // "20.9" is one number, not 20 and 9
+    }
+    const double sign = negative ? -1.0 : 1.0;
+    out.push_back(sign * std::strtod(joined.c_str(), nullptr));
+    if (groups.size() > 1) {
+      for (double g : groups) out.push_back(sign * g);
+    }
+    i = j;
   }
   return out;
 }

@@ -109,4 +109,10 @@ struct SpelledNumberSpan {
 };
 std::vector<SpelledNumberSpan> FindSpelledNumbers(std::string_view text);
 
+// The numbers `text` writes in digits, in order: "20.9", "-5" (a minus
+// after a space or at the start), "27%" -> 27, "3,010,425" -> 3010425 and
+// also its groups 3, 10, 425 (a list "1,2,3" reads either way), "P93" -> 93,
+// "2025-09-06" -> 2025, 9, 6.
+std::vector<double> WrittenNumbers(std::string_view text);
+
 }  // namespace needle::grammar

@@ -108,6 +108,14 @@ TEST(CopySource, KnowsWhereWordsAndNumbersEnd) {
   }
 }
 
+TEST(CopySource, WrittenNumbersReadsDigitsAsTheyAreWritten) {
+  EXPECT_EQ(WrittenNumbers("limit 20.9 at Dock 3, -5 degrees, 27%"), (std::vector<double>{20.9, 3, -5, 27}));
+  EXPECT_EQ(WrittenNumbers("order 3,010,425"), (std::vector<double>{3010425, 3, 10, 425}));
+  EXPECT_EQ(WrittenNumbers("spot P93 on 2025-09-06"), (std::vector<double>{93, 2025, 9, 6}));
+  EXPECT_EQ(WrittenNumbers("a ride to the airport"), std::vector<double>{});
+  EXPECT_EQ(WrittenNumbers("1.5.2 and 7."), (std::vector<double>{1.5, 2, 7}));
+}
+
 TEST(CopySource, FoldsCaseAndRejectsControlBytes) {
   CopySource src;
   const std::string_view segs[] = {"Give Cora a call", "line one\nline two"};

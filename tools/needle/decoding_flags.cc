@@ -24,6 +24,7 @@ std::vector<FlagSpec> DecodingFlags() {
        "inf: a rule; 0 off)"},
       {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
       {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
+      {"keep-unsaid-numbers", "", "keep optional number arguments whose value the conversation does not say (dropped by default)"},
       {"allow-repeated-values", "", "let a string argument repeat another's value in the same call (by default it may not)"},
       {"allow-function-word-values", "", "let a free string argument be a lone function word (\"to\", \"the\"; by default it may not)"},
       {"allow-repeated-spans", "", "let a plan span repeat, hold or lie inside an earlier span of the same call's plan (by default it may not)"},
@@ -59,6 +60,7 @@ void ReadDecodingFlags(const Args& args, SessionOptions& o) {
   number("quantity-bias", o.quantity_bias);
   number("enum-word-bias", o.enum_word_bias);
   o.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
+  o.drop_unsaid_numbers = !args.Has("keep-unsaid-numbers");
   o.distinct_argument_values = !args.Has("allow-repeated-values");
   o.distinct_plan_spans = !args.Has("allow-repeated-spans");
   o.function_word_values_excluded = !args.Has("allow-function-word-values");
