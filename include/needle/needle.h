@@ -67,7 +67,8 @@ needle_session* needle_session_new(needle_model* model, const char* system, cons
 int needle_session_complete(needle_session* s, const char* text, int max_new_tokens, char* out, int out_capacity);
 int needle_session_pin(needle_session* s, const char* text); /* custom sink span */
 /* From the next request on, the model reads the conversation from the n-th most
-   recent request on (1: the current one; 0, the default: the whole window). A
+   recent request on (1: the current one, read as a session's first request, so
+   turn 1,000 reads what turn 1 read; 0, the default: the whole window). A
    device running one long session of independent requests sets 1. <0 on error. */
 int needle_session_set_window_requests(needle_session* s, int n);
 /* From the next turn on, the reasoning is the best of n hypotheses of a beam

@@ -132,7 +132,8 @@ class Session:
 
     def __init__(self, model, tools, system=None, tool_index_path=None, window_requests=0, reasoning_beams=None):
         """window_requests: the model reads the conversation from the n-th most
-        recent request on (1: the current one; 0: the whole window).
+        recent request on (1: the current one, read as a session's first;
+        0: the whole window).
         reasoning_beams: the reasoning is the best of n beam search hypotheses
         (1: greedy; None: the engine's default, 2)."""
         self._model = model  # keeps the handle alive

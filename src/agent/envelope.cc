@@ -4,7 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
+
+#include "grammar/codes.h"  // CurrencyMentions, LanguageMentions
 
 namespace needle {
 
@@ -227,6 +230,119 @@ void DropUnsaidOptionalNumbers(Envelope& env, const nlohmann::ordered_json& tool
   if (dropped.empty()) return;
   std::string w = "dropped optional number argument(s) the conversation does not say:";
   for (const std::string& d : dropped) w += " " + d;
+  env.warnings.push_back(std::move(w));
+}
+
+namespace {
+
+// A key's direction in a from/to pair and the rest of its name
+// ("from_currency" -> from, "currency"; "destination" -> to, "").
+struct KeyRole {
+  int side = 0;  // -1 from, +1 to, 0 neither
+  std::string rest;
+};
+
+KeyRole RoleOf(std::string_view key) {
+  static constexpr std::string_view kFrom[] = {"from", "source", "src", "origin", "base", "departure", "sell"};
+  static constexpr std::string_view kTo[] = {"to", "target", "dst", "dest", "destination", "quote", "arrival", "buy", "into"};
+  std::vector<std::string> words(1);
+  for (size_t i = 0; i < key.size(); ++i) {
+    const char c = key[i];
+    const bool upper = c >= 'A' && c <= 'Z';
+    if (!std::isalnum(static_cast<unsigned char>(c)) || (upper && i > 0 && std::islower(static_cast<unsigned char>(key[i - 1])))) {
+      if (!words.back().empty()) words.emplace_back();
+      if (!std::isalnum(static_cast<unsigned char>(c))) continue;
+    }
+    words.back().push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  KeyRole r;
+  for (const std::string& w : words) {
+    const int side = std::find(std::begin(kFrom), std::end(kFrom), w) != std::end(kFrom) ? -1
+                     : std::find(std::begin(kTo), std::end(kTo), w) != std::end(kTo) ? 1
+                                                                                      : 0;
+    if (side != 0 && r.side == 0) {
+      r.side = side;
+    } else if (!w.empty()) {
+      r.rest += (r.rest.empty() ? "" : " ") + w;
+    }
+  }
+  return r;
+}
+
+bool WordByte(char c) { return std::isalnum(static_cast<unsigned char>(c)) || (static_cast<unsigned char>(c) & 0x80); }
+
+// Where `value` is named in `request`: its case-insensitive whole-word
+// occurrences, and for a currency or language code the places naming it.
+std::vector<size_t> MentionsOf(std::string_view request, const std::string& value) {
+  std::vector<size_t> at;
+  std::string lower_request(request), lower_value(value);
+  for (char& c : lower_request) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : lower_value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (size_t p = lower_request.find(lower_value); !lower_value.empty() && p != std::string::npos;
+       p = lower_request.find(lower_value, p + 1)) {
+    const size_t end = p + lower_value.size();
+    if ((p == 0 || !WordByte(lower_request[p - 1])) && (end == lower_request.size() || !WordByte(lower_request[end]))) at.push_back(p);
+  }
+  for (const auto& mentions : {grammar::CurrencyMentions(request), grammar::LanguageMentions(request)}) {
+    for (const grammar::CodeMention& m : mentions) {
+      if (m.code == value && std::find(at.begin(), at.end(), m.begin) == at.end()) at.push_back(m.begin);
+    }
+  }
+  return at;
+}
+
+// -1 where a mention follows "from", +1 where it follows "to", "into" or "in".
+int SideSaid(std::string_view request, size_t at) {
+  size_t end = at;
+  while (end > 0 && !WordByte(request[end - 1])) --end;
+  size_t begin = end;
+  while (begin > 0 && WordByte(request[begin - 1])) --begin;
+  std::string word(request.substr(begin, end - begin));
+  for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return word == "from" ? -1 : (word == "to" || word == "into" || word == "in") ? 1 : 0;
+}
+
+}  // namespace
+
+void OrderFromToPairs(Envelope& env, const nlohmann::ordered_json& tools, std::string_view request) {
+  std::vector<std::string> swapped;
+  for (auto& call : env.function_calls) {
+    const nlohmann::ordered_json* params = ParametersOf(call, tools);
+    if (!params) continue;
+    nlohmann::ordered_json& args = call["arguments"];
+    std::vector<std::pair<std::string, KeyRole>> keyed;
+    for (auto it = args.begin(); it != args.end(); ++it) {
+      if (it.value().is_string() && !it.value().get_ref<const std::string&>().empty()) {
+        KeyRole r = RoleOf(it.key());
+        if (r.side != 0) keyed.emplace_back(it.key(), std::move(r));
+      }
+    }
+    for (const auto& [from_key, from_role] : keyed) {
+      if (from_role.side != -1) continue;
+      for (const auto& [to_key, to_role] : keyed) {
+        if (to_role.side != 1 || to_role.rest != from_role.rest) continue;
+        const std::string a = args[from_key], b = args[to_key];
+        if (a == b) continue;
+        // How many of the two values the words put on each side.
+        int kept = 0, turned = 0;
+        for (size_t at : MentionsOf(request, a)) {
+          const int side = SideSaid(request, at);
+          kept += side == -1, turned += side == 1;
+        }
+        for (size_t at : MentionsOf(request, b)) {
+          const int side = SideSaid(request, at);
+          kept += side == 1, turned += side == -1;
+        }
+        if (turned > kept) {
+          args[from_key] = b, args[to_key] = a;
+          swapped.push_back(call["name"].get<std::string>() + "." + from_key + "/" + to_key);
+        }
+      }
+    }
+  }
+  if (swapped.empty()) return;
+  std::string w = "swapped from/to values the request's words put the other way:";
+  for (const std::string& s : swapped) w += " " + s;
   env.warnings.push_back(std::move(w));
 }
 

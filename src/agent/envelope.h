@@ -71,6 +71,18 @@ void DropEchoedArguments(Envelope& env, const nlohmann::ordered_json& tools);
 // (the call needs them), and so do calls of undeclared tools.
 void DropUnsaidOptionalNumbers(Envelope& env, const nlohmann::ordered_json& tools, const std::vector<double>& said);
 
+// Swaps the two values of a from/to pair of arguments (keys like `from` /
+// `to`, `source_language` / `target_language`, `origin` / `destination`,
+// `base` / `quote`, `from_account` / `to_account`) when the request's words
+// say the other way round: a value the request writes right after "from" is
+// the from side, one right after "to", "into" or "in" the to side
+// ("exchange rate from GBP to JPY" with `base` JPY and `quote` GBP; "250
+// euros in yen" with `from_currency` JPY — codes are found where the request
+// names them, grammar/codes.h). Only when the words support the swap more
+// than the decoded order; values the request does not write are left alone.
+// Adds a warning naming each swapped pair.
+void OrderFromToPairs(Envelope& env, const nlohmann::ordered_json& tools, std::string_view request);
+
 // The number of calls a reasoning plans: one per segment, segments joined by
 // " | " outside the quoted spans ("a: 'x' -> k | b: no arguments needed" plans
 // 2; the model sometimes drops the space after the bar, so " |" counts).

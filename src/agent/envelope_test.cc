@@ -88,6 +88,40 @@ TEST(Envelope, DropUnsaidOptionalNumbersKeepsWhatTheConversationSays) {
   EXPECT_TRUE(said.warnings.empty());
 }
 
+TEST(Envelope, OrderFromToPairsFollowsTheRequestsWords) {
+  const ordered_json tools = ordered_json::parse(R"([
+    {"name":"rate","parameters":{"type":"object","properties":{"base":{"type":"string"},"quote":{"type":"string"}}}},
+    {"name":"convert","parameters":{"type":"object","properties":{"amount":{"type":"number"},
+      "from_currency":{"type":"string"},"to_currency":{"type":"string"}}}},
+    {"name":"units","parameters":{"type":"object","properties":{"value":{"type":"number"},"sourceUnit":{"type":"string"},
+      "targetUnit":{"type":"string"},"from_account":{"type":"string"}}}}])");
+  auto run = [&](const char* calls, std::string_view request) {
+    Envelope e;
+    e.function_calls = ordered_json::parse(calls);
+    OrderFromToPairs(e, tools, request);
+    return e;
+  };
+  // "from GBP", "to JPY": the decoded pair was the other way round.
+  Envelope e = run(R"([{"name":"rate","arguments":{"base":"JPY","quote":"GBP"}}])", "what's the exchange rate from GBP to JPY?");
+  EXPECT_EQ(e.function_calls[0]["arguments"].dump(), R"({"base":"GBP","quote":"JPY"})");
+  ASSERT_EQ(e.warnings.size(), 1u);
+  EXPECT_NE(e.warnings[0].find("rate.base/quote"), std::string::npos) << e.warnings[0];
+  // Codes are found where the request names them: "in yen" is the to side.
+  e = run(R"([{"name":"convert","arguments":{"amount":250,"from_currency":"JPY","to_currency":"EUR"}}])", "how much is 250 euros in yen");
+  EXPECT_EQ(e.function_calls[0]["arguments"].dump(), R"({"amount":250,"from_currency":"EUR","to_currency":"JPY"})");
+  // Already in the words' order, or no word to go by ("in 5 miles": a number
+  // comes between), or the same value twice: left alone.
+  for (const auto& [calls, request] : std::vector<std::pair<const char*, const char*>>{
+           {R"([{"name":"rate","arguments":{"base":"GBP","quote":"JPY"}}])", "rate from GBP to JPY"},
+           {R"([{"name":"units","arguments":{"value":5,"sourceUnit":"km","targetUnit":"miles"}}])", "how many km in 5 miles"},
+           {R"([{"name":"convert","arguments":{"from_currency":"USD","to_currency":"USD"}}])", "from USD to USD"},
+           {R"([{"name":"units","arguments":{"from_account":"checking","targetUnit":"savings"}}])", "to checking from savings"}}) {
+    e = run(calls, request);
+    EXPECT_EQ(e.function_calls.dump(), ordered_json::parse(calls).dump()) << request;
+    EXPECT_TRUE(e.warnings.empty()) << request;
+  }
+}
+
 TEST(Envelope, PlannedCallsCountsTheReasoningsSegments) {
   EXPECT_EQ(PlannedCalls(""), 0u);                                                    // no plan
   EXPECT_EQ(PlannedCalls("I should call the timer tool"), 0u);                        // free-form reasoning

@@ -1823,6 +1823,7 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   DropRepeatedCalls(env);
   if (opt_.drop_echoed_arguments) DropEchoedArguments(env, tools_);
   if (opt_.drop_unsaid_numbers) DropUnsaidOptionalNumbers(env, tools_, said_numbers_);
+  if (opt_.order_from_to_pairs && kind == TurnKind::kQuery) OrderFromToPairs(env, tools_, request_);
   if (!env.function_calls.empty()) {
     env.type = EnvelopeType::kCall;
     for (const auto& c : env.function_calls) {

@@ -144,6 +144,9 @@ struct SessionOptions {
   // (DropUnsaidOptionalNumbers: digits, spelled numbers, quantities in the
   // argument's unit): the model invents one once it opened such a key.
   bool drop_unsaid_numbers = true;
+  // Swap a from/to pair of arguments the request's "from X" / "to Y" words
+  // put the other way round (OrderFromToPairs).
+  bool order_from_to_pairs = true;
   // A string argument does not repeat another string argument's value in the
   // same call (ExcludeRepeatedValue): the model writes "USD" as both
   // currencies of a conversion, the street as the city. false: allowed.

@@ -137,10 +137,12 @@ bool Contains(std::string_view haystack, std::string_view needle) { return hayst
 
 }  // namespace
 
-std::string SpokenCurrencyCodes(std::string_view text) {
+std::vector<CodeMention> CurrencyMentions(std::string_view text) {
   const std::vector<Word> w = Words(text);
-  std::string out;
-  for (size_t i = 0; i < w.size(); ++i) {
+  std::vector<CodeMention> out;
+  size_t i = 0;
+  auto Add = [&](std::vector<CodeMention>& to, std::string_view code) { to.push_back({w[i].begin, std::string(code)}); };
+  for (; i < w.size(); ++i) {
     const std::string& t = w[i].text;
     if (w[i].number) continue;
     // Symbols, with the letters written against a dollar sign ("C$", "HK$", "R$").
@@ -170,7 +172,7 @@ std::string SpokenCurrencyCodes(std::string_view text) {
     bool done = false;
     for (const Qualified& q : kQualified) {
       if (prev == q.qualifier && t.compare(0, q.name_stem.size(), q.name_stem) == 0 && t.size() <= q.name_stem.size() + 1) {
-        Add(out, q.code);
+        out.push_back({w[i - 1].begin, std::string(q.code)});  // (the naming begins at the qualifier)
         done = true;
         break;
       }
@@ -194,18 +196,32 @@ std::string SpokenCurrencyCodes(std::string_view text) {
   return out;
 }
 
-std::string SpokenLanguageCodes(std::string_view text) {
-  std::string out;
+std::vector<CodeMention> LanguageMentions(std::string_view text) {
+  std::vector<CodeMention> out;
   for (const Word& w : Words(text)) {
     for (const Named& n : kLanguages) {
       if (w.text == n.word) {
-        Add(out, n.code);
+        out.push_back({w.begin, std::string(n.code)});
         break;
       }
     }
   }
   return out;
 }
+
+namespace {
+
+std::string CodesSaid(const std::vector<CodeMention>& mentions) {
+  std::string out;
+  for (const CodeMention& m : mentions) Add(out, m.code);
+  return out;
+}
+
+}  // namespace
+
+std::string SpokenCurrencyCodes(std::string_view text) { return CodesSaid(CurrencyMentions(text)); }
+
+std::string SpokenLanguageCodes(std::string_view text) { return CodesSaid(LanguageMentions(text)); }
 
 std::string_view CodeFormatNamedBy(std::string_view name, std::string_view description) {
   std::string n;

@@ -18,12 +18,22 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace needle::grammar {
 
 // The currency codes `text` says, upper case, separated by spaces, in the
 // order said, each once; "" when it says none.
 std::string SpokenCurrencyCodes(std::string_view text);
+
+// Each place `text` names a currency / language: where the naming begins
+// (bytes; a qualified name at its qualifier) and the code, in order.
+struct CodeMention {
+  size_t begin = 0;
+  std::string code;
+};
+std::vector<CodeMention> CurrencyMentions(std::string_view text);
+std::vector<CodeMention> LanguageMentions(std::string_view text);
 
 // The ISO 639-1 codes of the languages `text` names, lower case, separated
 // by spaces, in the order said, each once; "" when it names none.

@@ -25,6 +25,7 @@ std::vector<FlagSpec> DecodingFlags() {
       {"enum-word-bias", "B", "logit bonus for the enum values sharing the most words with the request (default 8; 0 off, inf always)"},
       {"keep-echoed-arguments", "", "keep optional arguments that are empty or repeat another argument's value (dropped by default)"},
       {"keep-unsaid-numbers", "", "keep optional number arguments whose value the conversation does not say (dropped by default)"},
+      {"keep-pair-order", "", "keep a from/to pair of arguments as decoded (by default swapped when the request's 'from X' / 'to Y' words say the other way)"},
       {"allow-repeated-values", "", "let a string argument repeat another's value in the same call (by default it may not)"},
       {"allow-function-word-values", "", "let a free string argument be a lone function word (\"to\", \"the\"; by default it may not)"},
       {"allow-repeated-spans", "", "let a plan span repeat, hold or lie inside an earlier span of the same call's plan (by default it may not)"},
@@ -61,6 +62,7 @@ void ReadDecodingFlags(const Args& args, SessionOptions& o) {
   number("enum-word-bias", o.enum_word_bias);
   o.drop_echoed_arguments = !args.Has("keep-echoed-arguments");
   o.drop_unsaid_numbers = !args.Has("keep-unsaid-numbers");
+  o.order_from_to_pairs = !args.Has("keep-pair-order");
   o.distinct_argument_values = !args.Has("allow-repeated-values");
   o.distinct_plan_spans = !args.Has("allow-repeated-spans");
   o.function_word_values_excluded = !args.Has("allow-function-word-values");
