@@ -159,25 +159,37 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
       return torch::nn::functional::normalize(model->HeadOutput(hi, cells, visible),
                                               torch::nn::functional::NormalizeFuncOptions().dim(1));
     };
-    std::vector<RetrievalCase> cases;
+    std::vector<RetrievalCase> cases;     // requests that call a tool, among 2 or more
+    std::vector<RetrievalCase> no_tool;   // requests no declared tool serves
     if (!o.val.empty()) {
       for (const auto& ex : ReadJsonl(o.val)) {
+        if (!ex.contains("tools") || !ex["tools"].is_array() || ex["tools"].empty()) continue;
         const int k = CalledTool(ex);
-        if (k < 0 || ex["tools"].size() < 2) continue;
-        RetrievalCase rc{ex["query"].get<std::string>(), {}, size_t(k)};
+        const bool refusal = k < 0 && ex.contains("answers") && ex["answers"].is_array() && ex["answers"].empty();
+        if (refusal ? no_tool.size() >= 200 : (k < 0 || ex["tools"].size() < 2 || cases.size() >= 200)) continue;
+        RetrievalCase rc{ex["query"].get<std::string>(), {}, refusal ? 0 : size_t(k)};
         for (const auto& t : ex["tools"]) rc.tools.push_back(t.dump());
-        cases.push_back(std::move(rc));
-        if (cases.size() >= 200) break;
+        (refusal ? no_tool : cases).push_back(std::move(rc));
+        if (cases.size() >= 200 && no_tool.size() >= 200) break;
       }
     }
-    auto score = [&](double* top1, double* top5) {
+    // The best declared tool's cosine for each case (what the engine refuses by).
+    auto best_cosine = [&](const RetrievalCase& rc, torch::Tensor* sims_out) {
+      const auto q = embed({rc.query});
+      const auto t = embed(rc.tools);
+      const auto sims = torch::matmul(t, q.t()).squeeze(1);
+      if (sims_out) *sims_out = sims;
+      return sims.max().item<double>();
+    };
+    auto score = [&](double* top1, double* top5, double* auroc, double* refusals_below, double* calls_above) {
       if (cases.empty()) return;
       torch::NoGradGuard ng;
-      size_t hits1 = 0, hits5 = 0, big = 0;
+      size_t hits1 = 0, hits5 = 0, big = 0, above = 0;
+      std::vector<double> call_best, refusal_best;
       for (const auto& rc : cases) {
-        const auto q = embed({rc.query});
-        const auto t = embed(rc.tools);
-        const auto sims = torch::matmul(t, q.t()).squeeze(1);
+        torch::Tensor sims;
+        call_best.push_back(best_cosine(rc, &sims));
+        above += call_best.back() > o.no_tool_cosine;
         const auto order = std::get<1>(sims.sort(0, true));
         hits1 += order[0].item<int64_t>() == int64_t(rc.correct);
         if (rc.tools.size() > 5) {
@@ -187,17 +199,39 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
       }
       *top1 = 100.0 * hits1 / cases.size();
       *top5 = big ? 100.0 * hits5 / big : -1;
+      *calls_above = 100.0 * above / cases.size();
+      if (no_tool.empty()) return;
+      size_t below = 0;
+      for (const auto& rc : no_tool) {
+        refusal_best.push_back(best_cosine(rc, nullptr));
+        below += refusal_best.back() < o.no_tool_cosine;
+      }
+      *refusals_below = 100.0 * below / no_tool.size();
+      double wins = 0;  // P(a call's best > a refusal's best), ties half
+      for (double c : call_best) {
+        for (double r : refusal_best) wins += c > r ? 1.0 : c == r ? 0.5 : 0.0;
+      }
+      *auroc = wins / (double(call_best.size()) * double(refusal_best.size()));
     };
-    score(&res.top1_before, &res.top5_before);
+    score(&res.top1_before, &res.top5_before, &res.no_tool_auroc_before, &res.refusals_below_before, &res.calls_above_before);
     if (!o.data.empty()) {
       struct Pair {
         std::string query, tool;
         std::vector<std::string> others;  // the example's other tools (hard negatives)
       };
       std::vector<Pair> pairs;
+      std::vector<Pair> refusals;  // tool empty: a request its tools (others) do not serve
       for (const auto& ex : ReadJsonl(o.data)) {
         const int k = CalledTool(ex);
-        if (k < 0) continue;
+        if (k < 0) {
+          if (o.refusals_per_step > 0 && ex.contains("answers") && ex["answers"].is_array() && ex["answers"].empty() &&
+              ex.contains("tools") && ex["tools"].is_array() && !ex["tools"].empty()) {
+            Pair r{ex["query"].get<std::string>(), "", {}};
+            for (const auto& t : ex["tools"]) r.others.push_back(t.dump());
+            refusals.push_back(std::move(r));
+          }
+          continue;
+        }
         Pair p{ex["query"].get<std::string>(), ex["tools"][k].dump(), {}};
         for (size_t j = 0; j < ex["tools"].size(); ++j) {
           if (int(j) != k) p.others.push_back(ex["tools"][j].dump());
@@ -205,7 +239,12 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
         pairs.push_back(std::move(p));
       }
       if (pairs.size() < 2) throw Error(ErrorCode::kInvalidArgument, "train-heads: fewer than 2 (query, tool) pairs in " + o.data);
+      if (o.refusals_per_step > 0 && refusals.empty()) {
+        throw Error(ErrorCode::kInvalidArgument, "train-heads: --refusals needs examples with no call (\"answers\": []) in " + o.data);
+      }
       for (size_t i = pairs.size(); i > 1; --i) std::swap(pairs[i - 1], pairs[rng.Next() % i]);
+      for (size_t i = refusals.size(); i > 1; --i) std::swap(refusals[i - 1], refusals[rng.Next() % i]);
+      size_t refusal_at = 0;
       for (auto* p : {&head.probes, &head.proj, &head.bias}) p->set_requires_grad(true);
       auto log_temp = torch::full({1}, std::log(0.07), torch::requires_grad());
       torch::optim::AdamW opt({head.probes, head.proj, head.bias, log_temp}, torch::optim::AdamWOptions(o.lr).weight_decay(0.0));
@@ -234,11 +273,30 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
             ++added;
           }
         }
+        // Requests no tool serves: their own tools join the candidates (a
+        // tool text at most once), and their label is the "no tool" column.
+        const int64_t queries = int64_t(qs.size());
+        for (int64_t r = 0; r < o.refusals_per_step; ++r) {
+          const Pair& p = refusals[refusal_at++ % refusals.size()];
+          qs.push_back(p.query);
+          for (const std::string& t : p.others) {
+            if (seen.insert(t).second) ts.push_back(t);
+          }
+        }
         const auto qe = embed(qs), te = embed(ts);
-        const auto sim = torch::matmul(qe, te.t()) / log_temp.exp();  // [B, positives + negatives]
-        const auto labels = torch::arange(int64_t(qs.size()), torch::kInt64);
-        const auto loss = 0.5 * (torch::nn::functional::cross_entropy(sim, labels) +
-                                 torch::nn::functional::cross_entropy(sim.narrow(1, 0, positives).t(), labels));
+        auto sim = torch::matmul(qe, te.t()) / log_temp.exp();  // [queries + refusals, positives + negatives]
+        auto labels = torch::arange(queries, torch::kInt64);
+        torch::Tensor loss;
+        if (o.refusals_per_step > 0) {
+          const auto no_tool = torch::full({int64_t(qs.size()), 1}, o.no_tool_cosine) / log_temp.exp();
+          const auto with_none = torch::cat({sim, no_tool}, 1);
+          const auto all_labels = torch::cat({labels, torch::full({int64_t(qs.size()) - queries}, int64_t(ts.size()), torch::kInt64)});
+          loss = 0.5 * (torch::nn::functional::cross_entropy(with_none, all_labels) +
+                        torch::nn::functional::cross_entropy(sim.narrow(1, 0, positives).t(), labels));
+        } else {
+          loss = 0.5 * (torch::nn::functional::cross_entropy(sim, labels) +
+                        torch::nn::functional::cross_entropy(sim.narrow(1, 0, positives).t(), labels));
+        }
         for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(
             WarmupCosine(o.lr, 0.1, std::min<int64_t>(20, o.contrastive_steps / 10), o.contrastive_steps, step));
         opt.zero_grad();
@@ -249,7 +307,7 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
       }
       std::fprintf(stderr, "\n");
       for (auto* p : {&head.probes, &head.proj, &head.bias}) p->set_requires_grad(false);
-      score(&res.top1_after, &res.top5_after);
+      score(&res.top1_after, &res.top5_after, &res.no_tool_auroc_after, &res.refusals_below_after, &res.calls_above_after);
     }
   }
 

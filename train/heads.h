@@ -38,6 +38,14 @@ struct HeadsOptions {
   // where the other tools are often siblings ("set brightness" beside "set
   // colour"), which random in-batch negatives rarely are.
   int64_t hard_negatives = 0;
+  // Requests no declared tool serves (examples with no call), per step: their
+  // own tools and the step's candidates must all score below no_tool_cosine
+  // (a fixed "no tool" candidate at that cosine wins their softmax), and
+  // every called tool must score above it. Teaches the head an absolute
+  // scale the engine can refuse by (SessionOptions::no_tool_bias), beside
+  // the ranking; 0 leaves the loss as it was.
+  int64_t refusals_per_step = 0;
+  double no_tool_cosine = 0.5;
   int64_t confidence_epochs = 8, confidence_batch = 16;
   double holdout = 0.2;   // share of the rollouts kept for the ECE
   double lr = 1e-3;
@@ -48,6 +56,10 @@ struct HeadsOptions {
 
 struct HeadsResult {
   double top1_before = -1, top1_after = -1, top5_before = -1, top5_after = -1;  // retrieval on val (%)
+  // On val: how well the best tool's cosine tells requests no tool serves
+  // from the others (AUROC), and the shares on the right side of no_tool_cosine.
+  double no_tool_auroc_before = -1, no_tool_auroc_after = -1;
+  double refusals_below_before = -1, refusals_below_after = -1, calls_above_before = -1, calls_above_after = -1;
   double ece_before = -1, ece_after = -1, bce_before = -1, bce_after = -1;      // confidence on held-out rollouts
   int64_t rollouts = 0, positives = 0;
   int64_t confidence_epoch = 0;  // the epoch whose head was kept (lowest held-out BCE; 0 = untrained)

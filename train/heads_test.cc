@@ -233,5 +233,75 @@ TEST(Heads, StagesTrainAndWriteALoadableBase) {
   });
 }
 
+// --refusals: requests none of the tools serves (other words than the tools')
+// end up below the no-tool cosine and the called tools above it; without
+// them the head has no such scale. An option with no refusal in the data is
+// an error naming it.
+TEST(Heads, RefusalsTeachTheHeadWhereNoToolServes) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "heads_refusals";
+  const std::string base = WriteAgentBase(dir, 24);
+  const char* tool_words[] = {"zorbit", "plinth", "quasar", "marmot"};
+  const char* other_words[] = {"banana", "cobalt", "velvet", "harbor"};
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  for (const char* w : tool_words) {
+    tools.push_back({{"name", std::string(w) + "_tool"}, {"parameters", {{"type", "object"}, {"properties", nlohmann::json::object()}}}});
+  }
+  auto write = [&](const fs::path& path, int rounds) {
+    std::ofstream out(path);
+    for (int r = 0; r < rounds; ++r) {
+      for (int i = 0; i < 4; ++i) {
+        const std::string tail = r % 2 ? " now" : "";
+        out << nlohmann::ordered_json{{"query", std::string("please ") + tool_words[i] + tail},
+                                      {"tools", tools},
+                                      {"answers", {{{"name", std::string(tool_words[i]) + "_tool"}, {"arguments", nlohmann::json::object()}}}}}
+                   .dump()
+            << "\n";
+        out << nlohmann::ordered_json{{"query", std::string("please ") + other_words[i] + tail}, {"tools", tools}, {"answers", nlohmann::json::array()}}
+                   .dump()
+            << "\n";
+      }
+    }
+  };
+  write(dir / "data.jsonl", 6);
+  write(dir / "val.jsonl", 2);
+  HeadsOptions o;
+  o.base = base;
+  o.data = (dir / "data.jsonl").string();
+  o.val = (dir / "val.jsonl").string();
+  o.out = (dir / "out").string();
+  o.contrastive_steps = 40;
+  o.pairs_per_step = 4;
+  o.refusals_per_step = 4;
+  o.no_tool_cosine = 0.3;
+  o.lr = 3e-3;
+  o.threads = 1;
+  const HeadsResult r = TrainHeads(o);
+  std::printf("[ refusals ] auroc %.3f -> %.3f, refusals below %.1f -> %.1f, calls above %.1f -> %.1f\n", r.no_tool_auroc_before,
+              r.no_tool_auroc_after, r.refusals_below_before, r.refusals_below_after, r.calls_above_before, r.calls_above_after);
+  EXPECT_GT(r.no_tool_auroc_after, r.no_tool_auroc_before);
+  EXPECT_GE(r.no_tool_auroc_after, 0.9);
+  EXPECT_GE(r.refusals_below_after, 75.0);
+  EXPECT_GE(r.calls_above_after, 75.0);
+
+  // Refusals asked for, none in the data: an error naming the option and the file.
+  std::ofstream(dir / "calls.jsonl") << nlohmann::ordered_json{{"query", "please zorbit"}, {"tools", tools},
+                                                              {"answers", {{{"name", "zorbit_tool"}, {"arguments", nlohmann::json::object()}}}}}
+                                                .dump()
+                                         << "\n"
+                                         << nlohmann::ordered_json{{"query", "please plinth"}, {"tools", tools},
+                                                                   {"answers", {{{"name", "plinth_tool"}, {"arguments", nlohmann::json::object()}}}}}
+                                                .dump()
+                                         << "\n";
+  o.data = (dir / "calls.jsonl").string();
+  o.out = (dir / "out2").string();
+  try {
+    TrainHeads(o);
+    ADD_FAILURE() << "expected an error: --refusals without refusals";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--refusals"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("calls.jsonl"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace needle::train

@@ -302,6 +302,27 @@ int SideSaid(std::string_view request, size_t at) {
   return word == "from" ? -1 : (word == "to" || word == "into" || word == "in") ? 1 : 0;
 }
 
+// The one value of `key`'s enum that the request writes on `side` (after
+// "from": -1, after "to" / "into" / "in": +1); empty when the key lists no
+// values, or none or several are said there.
+std::string OnlyValueSaidOn(std::string_view request, const nlohmann::ordered_json& params, const std::string& key, int side) {
+  const auto props = params.find("properties");
+  if (props == params.end() || !props->is_object() || !props->contains(key)) return "";
+  const nlohmann::ordered_json& schema = (*props)[key];
+  if (!schema.is_object() || !schema.contains("enum") || !schema["enum"].is_array()) return "";
+  std::string found;
+  for (const auto& v : schema["enum"]) {
+    if (!v.is_string()) continue;
+    const std::string value = v.get<std::string>();
+    for (size_t at : MentionsOf(request, value)) {
+      if (SideSaid(request, at) != side) continue;
+      if (!found.empty() && found != value) return "";
+      found = value;
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 void OrderFromToPairs(Envelope& env, const nlohmann::ordered_json& tools, std::string_view request) {
@@ -322,7 +343,19 @@ void OrderFromToPairs(Envelope& env, const nlohmann::ordered_json& tools, std::s
       for (const auto& [to_key, to_role] : keyed) {
         if (to_role.side != 1 || to_role.rest != from_role.rest) continue;
         const std::string a = args[from_key], b = args[to_key];
-        if (a == b) continue;
+        if (a == b) {
+          // The same value on both sides ("from savings to savings" for "from
+          // checking to savings"): where both keys list their values, the one
+          // value the words put on each side, when they differ and one of them
+          // is the value decoded.
+          const std::string from_value = OnlyValueSaidOn(request, *params, from_key, -1);
+          const std::string to_value = OnlyValueSaidOn(request, *params, to_key, 1);
+          if (!from_value.empty() && !to_value.empty() && from_value != to_value && (a == from_value || a == to_value)) {
+            args[from_key] = from_value, args[to_key] = to_value;
+            swapped.push_back(call["name"].get<std::string>() + "." + from_key + "/" + to_key);
+          }
+          continue;
+        }
         // How many of the two values the words put on each side.
         int kept = 0, turned = 0;
         for (size_t at : MentionsOf(request, a)) {

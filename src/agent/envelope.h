@@ -80,7 +80,11 @@ void DropUnsaidOptionalNumbers(Envelope& env, const nlohmann::ordered_json& tool
 // euros in yen" with `from_currency` JPY — codes are found where the request
 // names them, grammar/codes.h). Only when the words support the swap more
 // than the decoded order; values the request does not write are left alone.
-// Adds a warning naming each swapped pair.
+// A pair decoded with the same value on both sides, where both keys list
+// their values (enum), takes the one listed value the words put on each side
+// when they differ and one is the decoded value ("from savings to savings"
+// for "move 200 dollars from checking to savings").
+// Adds a warning naming each pair swapped or set.
 void OrderFromToPairs(Envelope& env, const nlohmann::ordered_json& tools, std::string_view request);
 
 // The number of calls a reasoning plans: one per segment, segments joined by

@@ -122,6 +122,37 @@ TEST(Envelope, OrderFromToPairsFollowsTheRequestsWords) {
   }
 }
 
+TEST(Envelope, OrderFromToPairsPartsTheSameListedValueOnBothSides) {
+  const ordered_json tools = ordered_json::parse(R"([
+    {"name":"transfer","parameters":{"type":"object","properties":{"amount":{"type":"number"},
+      "from_account":{"type":"string","enum":["checking","savings","credit"]},
+      "to_account":{"type":"string","enum":["checking","savings","credit"]}}}},
+    {"name":"convert","parameters":{"type":"object","properties":{"from_currency":{"type":"string"},"to_currency":{"type":"string"}}}}])");
+  auto run = [&](const char* calls, std::string_view request) {
+    Envelope e;
+    e.function_calls = ordered_json::parse(calls);
+    OrderFromToPairs(e, tools, request);
+    return e;
+  };
+  Envelope e = run(R"([{"name":"transfer","arguments":{"from_account":"savings","amount":200,"to_account":"savings"}}])",
+                   "move 200 dollars from checking to savings");
+  EXPECT_EQ(e.function_calls[0]["arguments"].dump(), R"({"from_account":"checking","amount":200,"to_account":"savings"})");
+  ASSERT_EQ(e.warnings.size(), 1u);
+  EXPECT_NE(e.warnings[0].find("transfer.from_account/to_account"), std::string::npos) << e.warnings[0];
+  // Left alone: one side not said; two values said on a side; neither said
+  // value is the decoded one; keys that list no values.
+  for (const auto& [calls, request] : std::vector<std::pair<const char*, const char*>>{
+           {R"([{"name":"transfer","arguments":{"from_account":"savings","to_account":"savings"}}])", "move 200 dollars to savings"},
+           {R"([{"name":"transfer","arguments":{"from_account":"savings","to_account":"savings"}}])",
+            "from checking or from credit to savings"},
+           {R"([{"name":"transfer","arguments":{"from_account":"credit","to_account":"credit"}}])", "from checking to savings"},
+           {R"([{"name":"convert","arguments":{"from_currency":"USD","to_currency":"USD"}}])", "from EUR to USD"}}) {
+    e = run(calls, request);
+    EXPECT_EQ(e.function_calls.dump(), ordered_json::parse(calls).dump()) << request;
+    EXPECT_TRUE(e.warnings.empty()) << request;
+  }
+}
+
 TEST(Envelope, PlannedCallsCountsTheReasoningsSegments) {
   EXPECT_EQ(PlannedCalls(""), 0u);                                                    // no plan
   EXPECT_EQ(PlannedCalls("I should call the timer tool"), 0u);                        // free-form reasoning

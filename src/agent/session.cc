@@ -39,6 +39,8 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : m
     throw Error(ErrorCode::kInvalidArgument, "session: lexical_weight must be finite and >= 0");
   if (!(opt_.refusal_score_penalty >= 0.0f) || std::isinf(opt_.refusal_score_penalty) || !std::isfinite(opt_.refusal_score_threshold))
     throw Error(ErrorCode::kInvalidArgument, "session: refusal_score_penalty must be finite and >= 0, refusal_score_threshold finite");
+  if (!(opt_.no_tool_bias >= 0.0f) || std::isinf(opt_.no_tool_bias) || !std::isfinite(opt_.no_tool_cosine))
+    throw Error(ErrorCode::kInvalidArgument, "session: no_tool_bias must be finite and >= 0, no_tool_cosine finite");
   if (!(opt_.date_time_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: date_time_bias must be >= 0 (0 turns it off)");
   if (!(opt_.enum_word_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: enum_word_bias must be >= 0 (0 turns it off)");
   if (!(opt_.copy_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: copy_bias must be >= 0 (0 turns copying off)");
@@ -1414,9 +1416,11 @@ std::vector<uint32_t> Session::SelectTools(std::string_view query) {
   for (uint32_t i = 0; i < n; ++i) all[i] = i;
   const HeadWeights* head = model_->contrastive();
   tool_scores_.clear();
+  tool_cosines_.clear();
   const bool lexical = opt_.lexical_weight > 0.0f;
   if ((head || lexical) && n > 0 && (n > opt_.retrieval_top_k || opt_.tool_score_bias > 0.0f)) {
     tool_scores_ = head ? ScoreTools(query) : std::vector<float>(n, 0.0f);
+    if (head) tool_cosines_ = tool_scores_;
     if (lexical) {
       const std::vector<float> words = LexicalScores(LexicalTerms(query), tool_terms_);
       for (uint32_t i = 0; i < n; ++i) tool_scores_[i] += opt_.lexical_weight * words[i];
@@ -1614,6 +1618,11 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     float best = -INFINITY;
     for (uint32_t i : active_) best = std::max(best, tool_scores_[i]);
     if (best > opt_.refusal_score_threshold) refusal_bias_ = -opt_.refusal_score_penalty * (best - opt_.refusal_score_threshold);
+  }
+  if (name_bias && kind == TurnKind::kQuery && opt_.no_tool_bias > 0.0f && tool_cosines_.size() == tools_.size() && !active_.empty()) {
+    float best = -INFINITY;
+    for (uint32_t i : active_) best = std::max(best, tool_cosines_[i]);
+    if (best < opt_.no_tool_cosine) refusal_bias_ += opt_.no_tool_bias * (opt_.no_tool_cosine - best);
   }
   if (kind == TurnKind::kQuery) chain_called_.clear();
   if (name_bias) ResetNameScores();

@@ -92,6 +92,17 @@ struct SessionOptions {
   float refusal_score_threshold = kDefaultRefusalScoreThreshold;
   static constexpr float kDefaultRefusalScorePenalty = 40.0f;
   static constexpr float kDefaultRefusalScoreThreshold = 0.6f;
+  // The other side: when the best active tool's head cosine (the contrastive
+  // head alone, no lexical score) is below no_tool_cosine on a query turn,
+  // refusing gains no_tool_bias x (no_tool_cosine - cosine), until a call is
+  // named. A head trained with `train-heads --refusals` (the default model's)
+  // scores the tools of a request none of them serves below that cosine and
+  // a called tool above it; a head trained without it has no such scale, so
+  // set 0 for it. 0 turns it off; applies with tool_score_bias > 0.
+  float no_tool_bias = kDefaultNoToolBias;
+  float no_tool_cosine = kDefaultNoToolCosine;
+  static constexpr float kDefaultNoToolBias = 0.0f;
+  static constexpr float kDefaultNoToolCosine = 0.5f;
   // Logit bonus, when an enum value is chosen, for the tokens that start or
   // continue the values sharing the most words with the request (LexicalScores
   // over the enum's values; nothing when no value shares a word or all share
@@ -330,6 +341,8 @@ class Session {
   // The contrastive head's similarity of the last query to each declared tool
   // (empty when not computed: no head, or neither retrieval nor the naming bias needed it).
   const std::vector<float>& tool_scores() const { return tool_scores_; }
+  // The contrastive head's cosine per tool for the last query (empty without a head).
+  const std::vector<float>& tool_cosines() const { return tool_cosines_; }
   // The first conversation token the window shows (window_requests), 0: the whole window.
   int64_t window_floor() const { return state_ ? state_->cache().window_floor() : 0; }
   // The tokens of the sink block, and of the last turn (context through EOS):
@@ -462,8 +475,9 @@ class Session {
 
   std::vector<int32_t> sink_ids_, turn_ids_;
   double call_probability_ = 1.0;
-  std::vector<float> tool_scores_;  // [tools] for the last query (empty: none)
-  float refusal_bias_ = 0.0f;       // this turn: added to the logits of refusing tokens (<= 0)
+  std::vector<float> tool_scores_;   // [tools] for the last query (empty: none)
+  std::vector<float> tool_cosines_;  // [tools] the head's part of tool_scores_ (empty: no head)
+  float refusal_bias_ = 0.0f;        // this turn: added to the logits of refusing tokens
   std::vector<std::vector<std::string>> tool_terms_;  // [tools] ToolLexicalTerms
   std::vector<float> name_base_;  // [tools] this turn: the naming score before any is spent
   std::vector<uint8_t> takes_id_;  // [tools] TakesAnIdentifier

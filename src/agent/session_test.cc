@@ -1219,6 +1219,45 @@ TEST(Session, RefusalScorePenaltyKeepsRankedToolsCalled) {
   EXPECT_THROW(Session(testing::AgentModel(3), bad), Error);
 }
 
+// The other side: when no tool's head cosine reaches no_tool_cosine, a huge
+// no_tool_bias makes every query turn refuse; with a cosine no tool is below,
+// nothing changes; bad values are errors.
+TEST(Session, NoToolBiasRefusesWhereNoToolIsSimilar) {
+  const char* queries[] = {"turn on the kitchen lights", "remind me in 10 minutes", "text Ana that I'm late",
+                           "is it raining in Oslo", "set a 5 minute timer"};
+  size_t called_plain = 0, called_biased = 0, same_below = 0, turns = 0;
+  for (uint64_t seed : {3, 5, 8}) {
+    auto model = testing::AgentModel(seed);
+    SessionOptions plain = Small(), biased = Small(), never = Small();
+    plain.refusal_score_penalty = biased.refusal_score_penalty = never.refusal_score_penalty = 0.0f;
+    biased.no_tool_bias = 1e6f;
+    biased.no_tool_cosine = 2.0f;  // above every cosine
+    never.no_tool_bias = 1e6f;
+    never.no_tool_cosine = -2.0f;  // below every cosine
+    Session a(model, plain), b(model, biased), c(model, never);
+    for (Session* s : {&a, &b, &c}) s->SetToolsJson(testing::kFiveTools);
+    for (const char* q : queries) {
+      const Envelope ea = a.Query(q), eb = b.Query(q), ec = c.Query(q);
+      ASSERT_TRUE(ea.success() && eb.success() && ec.success()) << ea.Dump() << eb.Dump() << ec.Dump();
+      ASSERT_EQ(b.tool_cosines().size(), 5u);
+      ++turns;
+      called_plain += ea.type == EnvelopeType::kCall;
+      called_biased += eb.type == EnvelopeType::kCall;
+      same_below += ea.function_calls.dump() == ec.function_calls.dump();
+      for (Session* s : {&a, &b, &c}) s->Reset();
+    }
+  }
+  EXPECT_GT(called_plain, 0u) << "these random models call some requests when left alone";
+  EXPECT_EQ(called_biased, 0u) << "of " << turns;
+  EXPECT_EQ(same_below, turns);
+  SessionOptions bad;
+  bad.no_tool_bias = -1.0f;
+  EXPECT_THROW(Session(testing::AgentModel(3), bad), Error);
+  bad.no_tool_bias = 1.0f;
+  bad.no_tool_cosine = NAN;
+  EXPECT_THROW(Session(testing::AgentModel(3), bad), Error);
+}
+
 // With a large tool_score_bias the first call is named after the tool the
 // retrieval head scores highest (among those in the context).
 TEST(Session, ToolScoreBiasNamesTheRetrievalHeadsChoice) {

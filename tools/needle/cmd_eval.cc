@@ -294,13 +294,18 @@ int RunEval(int argc, char** argv) {
       auto record = [&](const Envelope& e, const ojson& want, bool first, Score& sc, const std::string& q) {
         const TurnOutcome o = sc.Add(e, json::parse(want.dump()), first);
         ojson rec{{"index", i}, {"turn", turn++}, {"input", q}, {"exact", o.exact}, {"want", want}, {"got", e.ToJson()}};
-        // The tools ranked for the last query (head cosine + lexical share), best first.
+        // The tools ranked for the last query (head cosine + lexical share, and the cosine alone), best first.
         if (const std::vector<float>& sc = s.tool_scores(); !sc.empty() && sc.size() == s.tools().size()) {
           std::vector<size_t> order(sc.size());
           for (size_t k = 0; k < order.size(); ++k) order[k] = k;
           std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sc[a] > sc[b]; });
+          const std::vector<float>& cos = s.tool_cosines();
           ojson ranking = ojson::array();
-          for (size_t k : order) ranking.push_back({{"name", s.tools()[k].value("name", "")}, {"score", std::round(double(sc[k]) * 1000) / 1000}});
+          for (size_t k : order) {
+            ojson r{{"name", s.tools()[k].value("name", "")}, {"score", std::round(double(sc[k]) * 1000) / 1000}};
+            if (cos.size() == sc.size()) r["cosine"] = std::round(double(cos[k]) * 1000) / 1000;
+            ranking.push_back(std::move(r));
+          }
           rec["ranking"] = std::move(ranking);
         }
         const std::string line = rec.dump(-1, ' ', false, ojson::error_handler_t::replace);

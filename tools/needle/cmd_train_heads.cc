@@ -30,6 +30,8 @@ int RunTrainHeads(int argc, char** argv) {
              {"contrastive-steps", "N", "default 300"},
              {"pairs", "N", "(query, tool) pairs per step (default 32)"},
              {"hard-negatives", "N", "per pair, up to N other tools of its example as extra negatives (default 0)"},
+             {"refusals", "N", "per step, N requests no tool serves (examples with no call): every tool below --no-tool-cosine for them, the called tool above it for the others (default 0)"},
+             {"no-tool-cosine", "X", "the cosine that separates them (default 0.5; the engine's no_tool_cosine)"},
              {"confidence-epochs", "N", "default 8"},
              {"lr", "X", "default 1e-3"},
              {"threads", "K", "default 2"},
@@ -48,19 +50,23 @@ int RunTrainHeads(int argc, char** argv) {
   o.contrastive_steps = args.GetInt("contrastive-steps", o.contrastive_steps);
   o.pairs_per_step = args.GetInt("pairs", o.pairs_per_step);
   o.hard_negatives = args.GetInt("hard-negatives", o.hard_negatives);
+  o.refusals_per_step = args.GetInt("refusals", o.refusals_per_step);
+  o.no_tool_cosine = args.GetDouble("no-tool-cosine", o.no_tool_cosine);
   o.confidence_epochs = args.GetInt("confidence-epochs", o.confidence_epochs);
   o.lr = args.GetDouble("lr", o.lr);
   o.threads = args.GetInt("threads", o.threads);
   o.seed = static_cast<uint64_t>(args.GetInt("seed", 0));
   o.bits = args.Get("bits", o.bits);
-  if (o.contrastive_steps < 0 || o.pairs_per_step < 2 || o.hard_negatives < 0 || o.confidence_epochs < 0 || o.threads < 1 || !(o.lr > 0)) {
-    throw Error(ErrorCode::kInvalidArgument, "train-heads: steps/epochs >= 0, pairs >= 2, hard negatives >= 0, threads >= 1, lr > 0");
+  if (o.contrastive_steps < 0 || o.pairs_per_step < 2 || o.hard_negatives < 0 || o.refusals_per_step < 0 || !(o.no_tool_cosine > -1.0 && o.no_tool_cosine < 1.0) || o.confidence_epochs < 0 || o.threads < 1 || !(o.lr > 0)) {
+    throw Error(ErrorCode::kInvalidArgument, "train-heads: steps/epochs >= 0, pairs >= 2, hard negatives and refusals >= 0, no-tool cosine in (-1, 1), threads >= 1, lr > 0");
   }
   const train::HeadsResult r = train::TrainHeads(o);
-  std::printf("{\"retrieval_top1\": [%.1f, %.1f], \"retrieval_top5\": [%.1f, %.1f], \"confidence_ece\": [%.4f, %.4f], "
+  std::printf("{\"retrieval_top1\": [%.1f, %.1f], \"retrieval_top5\": [%.1f, %.1f], \"no_tool_auroc\": [%.3f, %.3f], "
+              "\"refusals_below\": [%.1f, %.1f], \"calls_above\": [%.1f, %.1f], \"confidence_ece\": [%.4f, %.4f], "
               "\"confidence_bce\": [%.4f, %.4f], \"confidence_epoch\": %lld, \"rollouts\": %lld, \"exact\": %lld, "
               "\"out\": \"%s\"}\n",
-              r.top1_before, r.top1_after, r.top5_before, r.top5_after, r.ece_before, r.ece_after, r.bce_before, r.bce_after,
+              r.top1_before, r.top1_after, r.top5_before, r.top5_after, r.no_tool_auroc_before, r.no_tool_auroc_after,
+              r.refusals_below_before, r.refusals_below_after, r.calls_above_before, r.calls_above_after, r.ece_before, r.ece_after, r.bce_before, r.bce_after,
               (long long)r.confidence_epoch, (long long)r.rollouts, (long long)r.positives, o.out.c_str());
   return 0;
 #else

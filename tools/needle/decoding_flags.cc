@@ -9,6 +9,8 @@ std::vector<FlagSpec> DecodingFlags() {
       {"tool-score-bias", "B", "logit bonus per unit of retrieval similarity when naming a call (default 100; 0 off)"},
       {"refusal-score-penalty", "P", "logit penalty per unit of best tool score above the threshold for refusing (default 40; 0 off)"},
       {"refusal-score-threshold", "T", "best tool score above which refusing is penalised (default 0.6)"},
+      {"no-tool-bias", "B", "logit bonus per unit of the best tool's head cosine below --no-tool-cosine for refusing (default 0; 0 off)"},
+      {"no-tool-cosine", "C", "head cosine below which refusing gains (default 0.5; heads trained with train-heads --refusals)"},
       {"unsaid-id-penalty", "P",
        "naming penalty (retrieval-score units) on a tool needing an identifier the conversation does not hold (default 0.6; 0 off)"},
       {"record-id-bias", "B",
@@ -52,6 +54,8 @@ void ReadDecodingFlags(const Args& args, SessionOptions& o) {
   number("tool-score-bias", o.tool_score_bias);
   number("refusal-score-penalty", o.refusal_score_penalty);
   number("refusal-score-threshold", o.refusal_score_threshold);
+  number("no-tool-bias", o.no_tool_bias);
+  number("no-tool-cosine", o.no_tool_cosine);
   number("unsaid-id-penalty", o.unsaid_id_penalty);
   number("record-id-bias", o.record_id_bias);
   o.exact_case = !args.Has("any-case");
