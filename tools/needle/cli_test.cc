@@ -340,7 +340,7 @@ TEST(Cli, ChatTranscript) {
 TEST(Cli, EvalReportsEveryMetric) {
   const std::string model = SmallAgentModel();
   const std::string data = TempDir() + "/eval.jsonl";
-  ASSERT_EQ(RunNeedle("generate-data --num 12 --seed 4 --split test --max-tools 3 --out " + data).code, 0);
+  ASSERT_EQ(RunNeedle("generate-data --num 12 --seed 4 --split test --max-tools 3 --meta --out " + data).code, 0);
   const std::string preds = TempDir() + "/preds.jsonl", rollouts = TempDir() + "/rollouts.jsonl";
   const Result r = RunNeedle("eval --model " + model + " --data " + data + " --max-new-tokens 48 --max-think-tokens 4 --jobs 2 --json --out " +
                              preds + " --rollouts " + rollouts);
@@ -352,6 +352,14 @@ TEST(Cli, EvalReportsEveryMetric) {
   }
   EXPECT_EQ(rep["schema_valid"].get<double>(), 100.0);  // the grammar: nonsense, but valid
   EXPECT_GE(rep["turns"].get<int>(), 12);
+  // With generate-data --meta, the first turns by kind: they add up to the examples.
+  ASSERT_TRUE(rep.contains("first_turns_by_kind")) << r.out;
+  int by_kind = 0;
+  for (const auto& [kind, n] : rep["first_turns_by_kind"].items()) {
+    by_kind += n["first_turns"].get<int>();
+    EXPECT_LE(n["exact"].get<int>(), n["first_turns"].get<int>()) << kind;
+  }
+  EXPECT_EQ(by_kind, 12);
   // One prediction per turn, one rollout per first turn.
   std::ifstream p(preds);
   int lines = 0;

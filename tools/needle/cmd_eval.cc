@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -274,6 +275,8 @@ int RunEval(int argc, char** argv) {
   std::mutex mu;
   Score total, turn1, turn_late;
   PairedOutcomes paired_exact, paired_selection;  // turn 1 vs the late turn, case by case
+  // First turns by the example's kind (`meta.kind`, generate-data --meta): [first turns, exact].
+  std::map<std::string, std::pair<uint64_t, uint64_t>> by_kind;
   // Output lines keyed by their example: workers finish examples in any order,
   // the files are written in example order (train-heads' held-out split
   // follows the rollouts' order, so it must not depend on --jobs).
@@ -285,6 +288,7 @@ int RunEval(int argc, char** argv) {
   ProgressLine progress("eval", examples.size());
   auto worker = [&]() {
     Score local, l1, lN;
+    std::map<std::string, std::pair<uint64_t, uint64_t>> kinds;
     PairedOutcomes p_exact, p_selection;
     IndexedLines fails, rolls, preds;
     for (size_t i; (i = next++) < examples.size();) {
@@ -342,7 +346,12 @@ int RunEval(int argc, char** argv) {
       const std::string q = ex["query"].get<std::string>();
       const ojson answers = ex.value("answers", ojson::array());
       const Envelope first = s.Query(q);
-      add_rollout(first, record(first, answers, true, local, q).exact, 0);
+      const bool first_exact = record(first, answers, true, local, q).exact;
+      add_rollout(first, first_exact, 0);
+      if (ex.contains("meta") && ex["meta"].is_object() && ex["meta"].contains("kind") && ex["meta"]["kind"].is_string()) {
+        auto& k = kinds[ex["meta"]["kind"].get<std::string>()];
+        ++k.first, k.second += first_exact;
+      }
       if (ex.contains("turns") && ex["turns"].is_array()) {
         for (const auto& t : ex["turns"]) {
           Envelope e;
@@ -377,6 +386,7 @@ int RunEval(int argc, char** argv) {
     }
     std::lock_guard<std::mutex> lock(mu);
     total.Merge(local), turn1.Merge(l1), turn_late.Merge(lN);
+    for (const auto& [kind, n] : kinds) by_kind[kind].first += n.first, by_kind[kind].second += n.second;
     paired_exact.Merge(p_exact), paired_selection.Merge(p_selection);
     failures.insert(failures.end(), fails.begin(), fails.end());
     rollouts.insert(rollouts.end(), rolls.begin(), rolls.end());
@@ -393,6 +403,13 @@ int RunEval(int argc, char** argv) {
   progress.Finish();
   ojson report = total.Report();
   report["examples"] = examples.size();
+  if (!by_kind.empty()) {
+    ojson kinds = ojson::object();
+    for (const auto& [kind, n] : by_kind) {
+      kinds[kind] = {{"first_turns", n.first}, {"exact", n.second}, {"exact_call", std::round(1000.0 * double(n.second) / double(n.first)) / 10.0}};
+    }
+    report["first_turns_by_kind"] = std::move(kinds);
+  }
   report["seconds"] = std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (long_session > 0) {
     report["long_session"] = {{"turns_between", long_session},
