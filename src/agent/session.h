@@ -95,10 +95,11 @@ struct SessionOptions {
   // The other side: when the best active tool's head cosine (the contrastive
   // head alone, no lexical score) is below no_tool_cosine on a query turn,
   // refusing gains no_tool_bias x (no_tool_cosine - cosine), until a call is
-  // named. A head trained with `train-heads --refusals` (the default model's)
-  // scores the tools of a request none of them serves below that cosine and
-  // a called tool above it; a head trained without it has no such scale, so
-  // set 0 for it. 0 turns it off; applies with tool_score_bias > 0.
+  // named. A head trained with `train-heads --refusals` learns that scale
+  // (the tools of a request none serves below the cosine, a called tool
+  // above it); the default model's head was trained without it, and there
+  // the option trades calls for refusals (docs/agent.md), hence off by
+  // default. 0 turns it off; applies with tool_score_bias > 0.
   float no_tool_bias = kDefaultNoToolBias;
   float no_tool_cosine = kDefaultNoToolCosine;
   static constexpr float kDefaultNoToolBias = 0.0f;
