@@ -1620,9 +1620,13 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
     if (best > opt_.refusal_score_threshold) refusal_bias_ = -opt_.refusal_score_penalty * (best - opt_.refusal_score_threshold);
   }
   if (name_bias && kind == TurnKind::kQuery && opt_.no_tool_bias > 0.0f && tool_cosines_.size() == tools_.size() && !active_.empty()) {
-    float best = -INFINITY;
-    for (uint32_t i : active_) best = std::max(best, tool_cosines_[i]);
-    if (best < opt_.no_tool_cosine) refusal_bias_ += opt_.no_tool_bias * (opt_.no_tool_cosine - best);
+    // No tool is similar: the head's best cosine is low and no tool shares a
+    // word with the request (the lexical part of the score; nothing with
+    // lexical_weight 0). The words keep misspelt or oddly phrased requests
+    // for a tool that names their subject from being refused.
+    float best = -INFINITY, words = 0.0f;
+    for (uint32_t i : active_) best = std::max(best, tool_cosines_[i]), words = std::max(words, tool_scores_[i] - tool_cosines_[i]);
+    if (best < opt_.no_tool_cosine && words <= 0.0f) refusal_bias_ += opt_.no_tool_bias * (opt_.no_tool_cosine - best);
   }
   if (kind == TurnKind::kQuery) chain_called_.clear();
   if (name_bias) ResetNameScores();

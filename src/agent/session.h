@@ -93,17 +93,18 @@ struct SessionOptions {
   static constexpr float kDefaultRefusalScorePenalty = 40.0f;
   static constexpr float kDefaultRefusalScoreThreshold = 0.6f;
   // The other side: when the best active tool's head cosine (the contrastive
-  // head alone, no lexical score) is below no_tool_cosine on a query turn,
-  // refusing gains no_tool_bias x (no_tool_cosine - cosine), until a call is
-  // named. A head trained with `train-heads --refusals` learns that scale
-  // (the tools of a request none serves below the cosine, a called tool
-  // above it); the default model's head was trained without it, and there
-  // the option trades calls for refusals (docs/agent.md), hence off by
-  // default. 0 turns it off; applies with tool_score_bias > 0.
+  // head alone) is below no_tool_cosine and no active tool shares a word with
+  // the request (the lexical part of the score is 0; with lexical_weight 0
+  // the cosine alone), refusing gains no_tool_bias x (no_tool_cosine -
+  // cosine) on a query turn, until a call is named. The defaults fit the
+  // default model's head (docs/agent.md: whole test file 59.3 -> 59.5%,
+  // hand-written sets +3 cases); another head sits on another scale (set 0,
+  // or train it with `train-heads --refusals`). 0 turns it off; applies with
+  // tool_score_bias > 0.
   float no_tool_bias = kDefaultNoToolBias;
   float no_tool_cosine = kDefaultNoToolCosine;
-  static constexpr float kDefaultNoToolBias = 0.0f;
-  static constexpr float kDefaultNoToolCosine = 0.5f;
+  static constexpr float kDefaultNoToolBias = 60.0f;
+  static constexpr float kDefaultNoToolCosine = 0.3f;
   // Logit bonus, when an enum value is chosen, for the tokens that start or
   // continue the values sharing the most words with the request (LexicalScores
   // over the enum's values; nothing when no value shares a word or all share

@@ -9,8 +9,10 @@ std::vector<FlagSpec> DecodingFlags() {
       {"tool-score-bias", "B", "logit bonus per unit of retrieval similarity when naming a call (default 100; 0 off)"},
       {"refusal-score-penalty", "P", "logit penalty per unit of best tool score above the threshold for refusing (default 40; 0 off)"},
       {"refusal-score-threshold", "T", "best tool score above which refusing is penalised (default 0.6)"},
-      {"no-tool-bias", "B", "logit bonus per unit of the best tool's head cosine below --no-tool-cosine for refusing (default 0; 0 off)"},
-      {"no-tool-cosine", "C", "head cosine below which refusing gains (default 0.5; heads trained with train-heads --refusals)"},
+      {"no-tool-bias", "B",
+       "logit bonus for refusing per unit of the best tool's head cosine below --no-tool-cosine, when no tool shares a word with the "
+       "request (default 60; 0 off)"},
+      {"no-tool-cosine", "C", "head cosine below which refusing gains (default 0.3, the default model's head)"},
       {"unsaid-id-penalty", "P",
        "naming penalty (retrieval-score units) on a tool needing an identifier the conversation does not hold (default 0.6; 0 off)"},
       {"record-id-bias", "B",
