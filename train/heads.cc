@@ -96,6 +96,12 @@ int CalledTool(const ojson& ex) {
   return -1;
 }
 
+// A request none of its declared tools serves: no call, and tools to refuse.
+bool ServesNoTool(const ojson& ex) {
+  return ex.contains("answers") && ex["answers"].is_array() && ex["answers"].empty() && ex.contains("tools") &&
+         ex["tools"].is_array() && !ex["tools"].empty();
+}
+
 }  // namespace
 
 double ExpectedCalibrationError(const float* p, const float* label, size_t n) {
@@ -165,7 +171,7 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
       for (const auto& ex : ReadJsonl(o.val)) {
         if (!ex.contains("tools") || !ex["tools"].is_array() || ex["tools"].empty()) continue;
         const int k = CalledTool(ex);
-        const bool refusal = k < 0 && ex.contains("answers") && ex["answers"].is_array() && ex["answers"].empty();
+        const bool refusal = ServesNoTool(ex);
         if (refusal ? no_tool.size() >= 200 : (k < 0 || ex["tools"].size() < 2 || cases.size() >= 200)) continue;
         RetrievalCase rc{ex["query"].get<std::string>(), {}, refusal ? 0 : size_t(k)};
         for (const auto& t : ex["tools"]) rc.tools.push_back(t.dump());
@@ -224,8 +230,7 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
       for (const auto& ex : ReadJsonl(o.data)) {
         const int k = CalledTool(ex);
         if (k < 0) {
-          if (o.refusals_per_step > 0 && ex.contains("answers") && ex["answers"].is_array() && ex["answers"].empty() &&
-              ex.contains("tools") && ex["tools"].is_array() && !ex["tools"].empty()) {
+          if (o.refusals_per_step > 0 && ServesNoTool(ex)) {
             Pair r{ex["query"].get<std::string>(), "", {}};
             for (const auto& t : ex["tools"]) r.others.push_back(t.dump());
             refusals.push_back(std::move(r));
@@ -284,19 +289,17 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
           }
         }
         const auto qe = embed(qs), te = embed(ts);
-        auto sim = torch::matmul(qe, te.t()) / log_temp.exp();  // [queries + refusals, positives + negatives]
-        auto labels = torch::arange(queries, torch::kInt64);
-        torch::Tensor loss;
+        const auto sim = torch::matmul(qe, te.t()) / log_temp.exp();  // [queries + refusals, positives + negatives]
+        const auto labels = torch::arange(queries, torch::kInt64);
+        // Query rows: with refusals, a "no tool" column at the fixed cosine,
+        // the refusals' label (and what every called tool must beat).
+        torch::Tensor rows = sim, row_labels = labels;
         if (o.refusals_per_step > 0) {
-          const auto no_tool = torch::full({int64_t(qs.size()), 1}, o.no_tool_cosine) / log_temp.exp();
-          const auto with_none = torch::cat({sim, no_tool}, 1);
-          const auto all_labels = torch::cat({labels, torch::full({int64_t(qs.size()) - queries}, int64_t(ts.size()), torch::kInt64)});
-          loss = 0.5 * (torch::nn::functional::cross_entropy(with_none, all_labels) +
-                        torch::nn::functional::cross_entropy(sim.narrow(1, 0, positives).t(), labels));
-        } else {
-          loss = 0.5 * (torch::nn::functional::cross_entropy(sim, labels) +
-                        torch::nn::functional::cross_entropy(sim.narrow(1, 0, positives).t(), labels));
+          rows = torch::cat({sim, torch::full({int64_t(qs.size()), 1}, o.no_tool_cosine) / log_temp.exp()}, 1);
+          row_labels = torch::cat({labels, torch::full({int64_t(qs.size()) - queries}, int64_t(ts.size()), torch::kInt64)});
         }
+        const auto loss = 0.5 * (torch::nn::functional::cross_entropy(rows, row_labels) +
+                                 torch::nn::functional::cross_entropy(sim.narrow(1, 0, positives).t(), labels));
         for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(
             WarmupCosine(o.lr, 0.1, std::min<int64_t>(20, o.contrastive_steps / 10), o.contrastive_steps, step));
         opt.zero_grad();

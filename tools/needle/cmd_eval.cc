@@ -276,7 +276,8 @@ int RunEval(int argc, char** argv) {
   Score total, turn1, turn_late;
   PairedOutcomes paired_exact, paired_selection;  // turn 1 vs the late turn, case by case
   // First turns by the example's kind (`meta.kind`, generate-data --meta): [first turns, exact].
-  std::map<std::string, std::pair<uint64_t, uint64_t>> by_kind;
+  using KindCounts = std::map<std::string, std::pair<uint64_t, uint64_t>>;
+  KindCounts by_kind;
   // Output lines keyed by their example: workers finish examples in any order,
   // the files are written in example order (train-heads' held-out split
   // follows the rollouts' order, so it must not depend on --jobs).
@@ -288,7 +289,7 @@ int RunEval(int argc, char** argv) {
   ProgressLine progress("eval", examples.size());
   auto worker = [&]() {
     Score local, l1, lN;
-    std::map<std::string, std::pair<uint64_t, uint64_t>> kinds;
+    KindCounts kinds;
     PairedOutcomes p_exact, p_selection;
     IndexedLines fails, rolls, preds;
     for (size_t i; (i = next++) < examples.size();) {
