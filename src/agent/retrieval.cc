@@ -14,24 +14,13 @@
 #include "base/hash.h"
 #include "grammar/copy_source.h"
 #include "io/cact_archive.h"  // WriteFileAtomically
+#include "text/stop_words.h"   // IsStopWord
 
 namespace needle {
 
 std::string RetrievalToolText(std::string_view tool_json) { return std::string(tool_json); }
 
 namespace {
-
-// Function words that say nothing about which tool is meant.
-constexpr std::string_view kStopWords[] = {
-    "a",    "an",   "and",  "are",  "as",    "at",   "be",   "by",    "can",   "could", "do",   "for",  "from", "get",
-    "i",    "in",   "is",   "it",   "me",    "my",   "of",   "on",    "or",    "our",   "please", "set", "so",  "that",
-    "the",  "this", "to",   "up",   "us",    "we",   "what", "which", "with",  "would", "you",  "your", "will", "just",
-    "now",  "some", "any",  "all",  "there", "it's", "i'm",  "want",  "need",  "thanks", "thank", "hey", "okay", "ok",
-};
-
-bool IsStopWord(std::string_view w) {
-  return std::find(std::begin(kStopWords), std::end(kStopWords), w) != std::end(kStopWords);
-}
 
 bool Upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
 bool Lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
@@ -121,7 +110,7 @@ void AddTerms(std::string_view text, std::vector<std::string>& out) {
       if (Upper(uint8_t(c))) c = char(c - 'A' + 'a');
       digits &= Digit(uint8_t(c));
     }
-    if (digits || w.size() < 2 || IsStopWord(w)) continue;
+    if (digits || w.size() < 2 || text::IsStopWord(w, text::kNoToolSignal)) continue;
     w = Stem(std::move(w));
     if (const std::string_view c = ActionClass(w); !c.empty()) w = std::string(c);
     if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(std::move(w));

@@ -22,6 +22,7 @@
 // may run on different threads at once.
 #pragma once
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -35,9 +36,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/call_rules.h"
 #include "agent/envelope.h"
 #include "agent/model.h"
 #include "agent/retrieval.h"
+#include "agent/turn_evidence.h"
 #include "base/thread_pool.h"
 #include "grammar/copy_source.h"
 #include "grammar/matcher.h"
@@ -270,14 +273,6 @@ class RepeatedSpanCheck {
   bool open_now_ = false, runs_along_ = false;
 };
 
-// log P(chosen) under the decoder's distribution of one step: the logits of
-// the `allowed` tokens (a bit mask), plus `bias` on the `bonus` tokens
-// (bonus may be null; an infinite bias is the caller's restriction of
-// `allowed` to the bonus tokens). The confidence's call probability sums it
-// over the call's tokens.
-double DecoderLogProb(std::span<const float> logits, std::span<const uint32_t> allowed, const uint32_t* bonus, float bias,
-                      int32_t chosen);
-
 // Whether ids ends in a degenerate loop: its last kLoopTokens tokens repeat one
 // cycle of at most kLoopMaxPeriod tokens ("[][][]...", "_TO_TO_TO..."). Greedy
 // reasoning that falls into one never leaves it, so the session stops there
@@ -357,31 +352,57 @@ class Session {
   double call_probability() const { return call_probability_; }
   // The turn texts argument values may be copied from (newest last): the
   // recent turns, and with window_requests only those of the requests in view.
-  const std::vector<std::string>& copy_texts() const { return copy_texts_; }
+  const std::vector<std::string>& copy_texts() const { return evidence_.texts(); }
   // Bytes of the cache and scratch (constant while the sinks stay the same).
   uint64_t state_bytes() const;
   const Model& model() const { return *model_; }
 
  private:
   enum class TurnKind { kQuery, kToolResult };
+  using Clock = std::chrono::steady_clock;
+  static double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+  // What a turn measured (the envelope's speeds).
+  struct TurnStats {
+    double prefill_s = 0, decode_s = 0;
+    uint64_t prefill_n = 0, decode_n = 0;
+  };
+  // What the finished reasoning asks of the call.
+  struct CallPlan {
+    std::string reasoning;       // its bytes
+    uint32_t calls = 0;          // calls it plans (0: no plan)
+    uint32_t max_calls = 0;      // at most this many (0: no maximum: the reasoning was cut short)
+    bool refuses = false;        // it says why no tool can be called: the call is "[]"
+    std::string refusal_reason;  // an enum value its tool lacks, a required value unsaid ("" none)
+  };
+  struct DecodedCall {
+    std::vector<int32_t> tokens;
+    double log_p = 0.0;  // the decoder's log-probability of the call (confidence)
+    uint32_t budget = 0;
+    bool truncated = false, looped = false;
+  };
   Envelope Turn(TurnKind kind, std::string_view text, uint32_t max_new_tokens);
+  // The turn as stages (Turn reads like this list).
   Envelope TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max_new_tokens);
+  // 1. The turn's text (a query: sinks for its tools first), prefilled after
+  //    the window; the evidence (copy source, said values) from it.
+  void PrefillTurn(TurnKind kind, std::string_view text, uint32_t call_budget, TurnStats& stats);
+  // 2. This turn's naming scores and refusal bias; whether naming is biased.
+  bool PrepareNaming(TurnKind kind);
+  // 3. (Reason, below) then "</think>\n<tool_call>" fed.
+  void BridgeToCall(TurnStats& stats);
+  // 4. The plan the reasoning wrote.
+  CallPlan ReadPlan(TurnKind kind);
+  // 5. The call under the grammar and the call rules (agent/call_decoder.cc).
+  DecodedCall DecodeCall(const CallPlan& plan, uint32_t call_budget, bool name_bias, TurnStats& stats);
+  // 6. The envelope: validation, format guarantees, envelope rules, confidence.
+  Envelope FinishEnvelope(TurnKind kind, const CallPlan& plan, const DecodedCall& call, const TurnStats& stats);
   // Picks the tools for a query (retrieval above top_k) and (re)builds the
   // sink block when the selection or setup changed.
   void PrepareSinks(std::string_view query, double* prefill_seconds, uint64_t* prefill_tokens);
   std::vector<uint32_t> SelectTools(std::string_view query);
   // Contrastive similarity of the query to every declared tool (embeddings cached).
   std::vector<float> ScoreTools(std::string_view query);
-  // The greedy pick where the call is being named: logit + tool_score_bias x
-  // (best score among the tools the token still fits - best score overall);
-  // *log_p = its log-probability under those logits over mask_ (one pass).
-  int32_t ArgmaxNamingCall(double* log_p) const;
-  // A token's logit there (the naming bias, or the refusal bias).
-  float NamingLogit(int32_t id, float best_score) const;
   float BestNameScore() const;
-  // log P(chosen) when `allowed`'s logits, plus `bias` on `bonus` (may be
-  // null), are the distribution (the decoder's, for the confidence).
-  double LogProbWithBonus(const uint32_t* allowed, const uint32_t* bonus, float bias, int32_t chosen) const;
   // A call of this turn named `tool`: the query's retrieval score has been
   // used on it, so a later call of the turn gets no push towards it (its
   // score becomes the best of the unused tools': the model's own logits
@@ -390,9 +411,6 @@ class Session {
   // This turn's naming scores: the active tools' ranking scores, none spent.
   void ResetNameScores();
   void Feed(std::span<const int32_t> ids, bool want_logits);
-  int32_t Argmax(const uint32_t* allowed) const;
-  // Argmax over `allowed` of logit + (bonus bit ? bias : 0).
-  int32_t ArgmaxWithBonus(const uint32_t* allowed, const uint32_t* bonus, float bias) const;
   // The reasoning's heads (reasoning_names): a plan's start (the active
   // tools' names with the naming bias, "no declared tool" with the refusal
   // bias, a quote; after_result: the phrases saying nothing more is to be
@@ -401,10 +419,6 @@ class Session {
   // planned again (distinct_plan_spans).
   void RestrictToActiveTools();  // the grammar admits the active tools' names only (all: no restriction)
   void OpenToolHeads(bool name_bias, std::string_view lead, bool after_result, std::string_view plan = {});
-  // copy_mask_ = its tokens that keep `content` (the value or span so far,
-  // up to a closing `quote`) as a recent text writes it, case and all, when
-  // there are any (exact_case).
-  void KeepExactCase(std::string_view content, char quote);
   // The planned tool's keys, less those this plan segment gave a span already
   // (`planned`, a bit per property index; all of them when none is left).
   bool OpenKeyHeads(uint32_t tool, uint64_t planned);  // false when the tool has no keys
@@ -414,42 +428,19 @@ class Session {
   // which tool a completed plan head named.
   struct StepCandidates;
   void HeadCandidates(std::string_view written, StepCandidates& out);
-  // The copy source from the facts, pins and the recent turn texts.
-  void RememberTurnText(std::string_view text, bool request);
-  // Forgets the copy texts older than the `requests` most recent user requests.
-  void KeepTextsOfLastRequests(size_t requests);
-  // The values the conversation says that fit `node` (nullptr when none):
-  // the dates, times or date-times for a `format: date / time / date-time`
-  // string, the quantities in its unit for a number with a declared unit.
-  const std::vector<std::string>* SaidValues(uint32_t node) const;
-  // Inside such a string or number (with date_time_bias, quantity_bias > 0):
-  // sets value_mask_ to the allowed tokens that keep it a prefix of one of
-  // its SaidValues, or end it after a whole one, and *bias to the option's
-  // bias; false when none do.
-  bool ComputeSaidValueMask(float* bias);
-  // Between a call's arguments: the key of an unwritten argument that has
-  // SaidValues (dates and times with date_time_bias a rule, quantities with
-  // quantity_bias a rule) while the conversation says such a value that the
-  // calls do not hold yet, or an unwritten enum whose value the request says
-  // (SaysOneEnumValue; enum_word_bias then favours that value); "" else.
+  // Between a call's arguments, as the model would close them: the key of
+  // an unwritten argument the conversation says a value for (UnwrittenSaidValueKey)
+  // is written instead; true when it was.
+  bool ForceSaidArgumentKey(int32_t id, std::vector<int32_t>& call, TurnStats& stats);
+  // The key of an unwritten argument that has SaidValues (dates and times
+  // with date_time_bias a rule, quantities with quantity_bias a rule) while
+  // the conversation says such a value that the calls do not hold yet, or an
+  // unwritten enum whose value the request says (SaysOneEnumValue); "" else.
   std::string UnwrittenSaidValueKey(uint32_t args_node, uint64_t written) const;
-  // As a required string argument's value (no format or pattern) of the
-  // call being written starts: removes from mask_ the tokens that would start
-  // it with the whole of another required argument's one-word value in that
-  // call, or a piece of it (case and leading spaces aside). Leaves mask_
-  // alone when it would empty it.
-  void ExcludeRepeatedValue();
-  void ExcludeFunctionWordValue();
   // An enum (kLiteral `node`) exactly one of whose string values (3 bytes or
   // more) the request says as a whole phrase, case aside, in a turn whose
-  // plan has one call (with enum_word_bias > 0): "weather in Chicago in
-  // fahrenheit" and units [celsius, fahrenheit].
+  // plan has one call (with enum_word_bias > 0).
   bool SaysOneEnumValue(uint32_t node) const;
-  // enum_favoured_ for this request (request_terms_), every enum at once.
-  void ScoreEnumValues();
-  // Inside an enum value: sets enum_mask_ to the allowed tokens that fit a
-  // value favoured by enum_word_bias; false (and the mask unspecified) when none do.
-  bool ComputeEnumWordMask();
 
   std::shared_ptr<const Model> model_;
   SessionOptions opt_;
@@ -486,7 +477,6 @@ class Session {
   std::string request_;                  // the last user request (Restore ranks it again)
   uint32_t planned_calls_ = 0;           // the calls this turn's reasoning planned (0: no plan)
   std::vector<int64_t> request_starts_;  // cache counter where each of the last window_requests requests began
-  bool id_said_ = false;            // a recent text SaysAnIdentifier
   std::vector<float> name_scores_;  // [tools] this turn: score of active tools, -inf otherwise
   // The reasoning's open head (reasoning_names): the texts it may take.
   struct ReasonHead {
@@ -575,51 +565,19 @@ class Session {
   std::vector<StepCandidates> slot_steps_;
   std::string_view head_lead_;  // bytes before each of them (" " after "->" and " |")
   std::vector<uint8_t> head_alive_;  // [2 x reason_heads_] scratch: head with separator 0 / 1 still fits
-  std::vector<uint32_t> case_mask_;  // KeepExactCase scratch (sized with the masks)
-  std::string case_text_;
   std::vector<uint32_t> chain_called_;  // the tools this request's calls named so far (saved)
-  std::vector<uint8_t> name_spent_;  // [tools] this turn: 1 = a call already named it
   std::vector<std::string> request_terms_;  // LexicalTerms of the last user request
-  // kLiteral nodes with string values: the values' LexicalTerms (set with the tools).
-  std::vector<std::pair<uint32_t, std::vector<std::vector<std::string>>>> enum_terms_;
-  // kLiteral node -> per trie rank, 1 = a value enum_word_bias favours (this
-  // request; only enums where some value is favoured).
-  std::unordered_map<uint32_t, std::vector<uint8_t>> enum_favoured_;
-  // Recent turn texts (newest last, kCopyTextBytes in all at most, the newest
-  // whole) and the automaton over them and the facts and pins.
-  static constexpr size_t kCopyTextBytes = 2048;
-  std::vector<std::string> copy_texts_;
-  std::vector<uint8_t> copy_text_requests_;  // per copy text: 1 = a user request (0 = a tool result)
-  grammar::CopySource copy_source_;
-  // The dates (YYYY-MM-DD), times (HH:MM) and their combinations (date-time)
-  // those texts say (grammar::SpokenDatesAndTimes), for format strings.
-  std::vector<std::string> date_values_, time_values_, date_time_values_;
-  // The currency and language codes those texts say by name (grammar/codes.h),
-  // for arguments asking for a code; computed only when one does.
-  std::vector<std::string> currency_values_, language_values_;
-  // The numbers those texts write or spell, and their quantities in each
-  // unit-declaring argument's unit (DropUnsaidOptionalNumbers).
-  std::vector<double> said_numbers_;
-  // String arguments without a declared format whose description spells a
-  // date or time layout (grammar::FormatNamedBy), or asks for a currency or
-  // language code (grammar::CodeFormatNamedBy; set with the tools): node,
-  // "date" / "time" / "currency-code" / "language-code".
-  std::vector<std::pair<uint32_t, std::string_view>> described_formats_;
-  // Number arguments with a declared unit (set with the tools: node, unit),
-  // and per turn the quantities those texts say in each one's unit
-  // (grammar::SpokenQuantities, QuantityIn), parallel to unit_nodes_.
-  std::vector<std::pair<uint32_t, grammar::Unit>> unit_nodes_;
-  std::vector<std::vector<std::string>> unit_node_values_;
-  // String arguments naming an identifier (set with the tools), and after a
-  // tool result the identifier of the record the request names (RecordNamedBy).
-  std::vector<uint32_t> id_nodes_;
-  std::vector<std::string> record_id_values_;
+  std::vector<uint8_t> name_spent_;  // [tools] this turn: 1 = a call already named it
+  // What the conversation says (copy source, dates, quantities, ...), and
+  // the call's rules with the step they edit.
+  TurnEvidence evidence_;
+  CallRuleChain call_rules_;
+  CallStep call_step_;
   std::string call_bytes_;  // this turn's call so far (reserved once per model)
   // Decode buffers, sized once per model.
   std::vector<float> logits_;
-  std::vector<uint32_t> mask_, text_mask_, copy_mask_, enum_mask_, value_mask_, distinct_mask_;
+  std::vector<uint32_t> mask_, text_mask_, copy_mask_;  // [mask words] reasoning: allowed, text tokens, copy tokens
   std::vector<uint32_t> quote_mask_;  // tokens whose bytes hold a quote (they open and close plan spans)
-  std::vector<std::pair<std::string_view, std::string_view>> written_values_;  // ExcludeRepeatedValue's scratch (key, value: views into call_bytes_)
   std::vector<uint32_t> copy_walk_;  // [trie max depth + 1]
 };
 

@@ -1148,19 +1148,6 @@ TEST(Session, RepeatedSpanCheckKeepsANewSpanOffEarlierOnes) {
   EXPECT_FALSE(check.Repeats("z", true));
 }
 
-// The confidence's call probability is the decoder's: the bonus that made a
-// token win counts as the decoder's preference, not as the model's doubt.
-TEST(Session, DecoderLogProbCountsTheBonus) {
-  const std::vector<float> logits = {0.0f, 0.0f, 0.0f, 5.0f, 1.0f};
-  const std::vector<uint32_t> allowed = {0b00111u};  // tokens 0-2 (3 and 4 masked out)
-  EXPECT_NEAR(DecoderLogProb(logits, allowed, nullptr, 0.0f, 2), std::log(1.0 / 3), 1e-9);
-  const std::vector<uint32_t> bonus = {0b00100u};
-  EXPECT_NEAR(DecoderLogProb(logits, allowed, bonus.data(), float(std::log(2.0)), 2), std::log(0.5), 1e-6);
-  EXPECT_NEAR(DecoderLogProb(logits, allowed, bonus.data(), float(std::log(2.0)), 0), std::log(0.25), 1e-6);
-  const std::vector<uint32_t> only = {0b00100u};  // an infinite bias: the bonus tokens alone
-  EXPECT_NEAR(DecoderLogProb(logits, only, nullptr, 0.0f, 2), 0.0, 1e-12);
-}
-
 // With an infinite enum_word_bias the enum value sharing the request's words
 // is a rule: a random model names it whenever it calls; without such a word
 // nothing is forced.
