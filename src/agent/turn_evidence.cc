@@ -11,6 +11,19 @@
 namespace needle {
 namespace {
 
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// "1e5", "2.5E-3": a digit, e or E, an optional sign, a digit.
+bool WritesExponent(std::string_view t) {
+  for (size_t i = 1; i + 1 < t.size(); ++i) {
+    if ((t[i] != 'e' && t[i] != 'E') || !IsDigit(t[i - 1])) continue;
+    size_t j = i + 1;
+    if (t[j] == '+' || t[j] == '-') ++j;
+    if (j < t.size() && IsDigit(t[j])) return true;
+  }
+  return false;
+}
+
 // A property's "description" in a tool schema ("" when it has none).
 std::string PropertyDescription(const nlohmann::ordered_json& tool, const std::string& property) {
   const auto params = tool.find("parameters");
@@ -101,6 +114,8 @@ void TurnEvidence::Remember(std::string_view text, bool request, std::string_vie
 }
 
 void TurnEvidence::Recompute(std::string_view facts, std::span<const std::string> pins) {
+  exponent_written_ = false;
+  for (const std::string& t : texts_) exponent_written_ = exponent_written_ || WritesExponent(t);
   std::vector<std::string_view> segments;
   if (!facts.empty()) segments.push_back(facts);
   for (const std::string& pin : pins) segments.push_back(pin);

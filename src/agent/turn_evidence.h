@@ -63,6 +63,8 @@ class TurnEvidence {
   const std::vector<double>& said_numbers() const { return said_numbers_; }
   // A recent text SaysAnIdentifier.
   bool id_said() const { return id_said_; }
+  // A recent text writes a number with an exponent ("1e5", "2.5E-3").
+  bool exponent_written() const { return exponent_written_; }
 
   // Among `copy_mask`'s tokens (they continue a copy, ASCII case folded),
   // keeps those that keep `content` (the value so far, up to a closing
@@ -87,6 +89,7 @@ class TurnEvidence {
   std::vector<std::string> record_id_values_;                              // after a tool result: RecordNamedBy
   std::vector<double> said_numbers_;
   bool id_said_ = false;
+  bool exponent_written_ = false;
   std::vector<uint32_t> case_mask_;  // KeepExactCase scratch
   std::string case_text_;
 };

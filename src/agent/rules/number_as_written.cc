@@ -12,21 +12,11 @@ namespace {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-// "1e5", "2.5E-3": a digit, e or E, an optional sign, a digit.
-bool WritesExponent(std::string_view t) {
-  for (size_t i = 1; i + 1 < t.size(); ++i) {
-    if ((t[i] != 'e' && t[i] != 'E') || !IsDigit(t[i - 1])) continue;
-    size_t j = i + 1;
-    if (t[j] == '+' || t[j] == '-') ++j;
-    if (j < t.size() && IsDigit(t[j])) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 void NumberAsWritten::Apply(CallView& view, CallStep& step) {
-  if (view.matcher.OpenNumber() < 0) return;
+  // (Whether the texts write an exponent is read once per turn, by TurnEvidence.)
+  if (view.matcher.OpenNumber() < 0 || view.evidence.exponent_written()) return;
   const bool any = MarkTokens(view.tok, step.allowed(), keep_, [](std::string_view piece) {
     // (Only the token's bytes that go on writing the number: "," ends it, and
     // a key after it may hold an e.)
@@ -38,11 +28,7 @@ void NumberAsWritten::Apply(CallView& view, CallStep& step) {
   });
   bool exponent_allowed = false;  // some allowed token writes one
   for (size_t w = 0; w < keep_.size() && !exponent_allowed; ++w) exponent_allowed = keep_[w] != step.allowed()[w];
-  if (!any || !exponent_allowed) return;
-  for (const std::string& t : view.evidence.texts()) {
-    if (WritesExponent(t)) return;
-  }
-  step.Restrict(keep_);
+  if (any && exponent_allowed) step.Restrict(keep_);
 }
 
 }  // namespace needle::rules
