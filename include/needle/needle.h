@@ -66,14 +66,31 @@ needle_session* needle_session_new(needle_model* model, const char* system, cons
                                    const char* tool_index_path); /* NULL on error */
 int needle_session_complete(needle_session* s, const char* text, int max_new_tokens, char* out, int out_capacity);
 int needle_session_pin(needle_session* s, const char* text); /* custom sink span */
-/* From the next request on, the model reads the conversation from the n-th most
-   recent request on (1: the current one, read as a session's first request, so
-   turn 1,000 reads what turn 1 read; 0, the default: the whole window). A
-   device running one long session of independent requests sets 1. <0 on error. */
+
+/* ---- options: each declared once, in one table (needle_options_describe
+   returns it as JSON: [{"name", "type", "default", "min", "max", "scope",
+   "help"}]). An options object is a JSON object of some of them, e.g.
+   {"reasoning_beams": 1, "max_new_tokens": 128, "copy_bias": "inf"}; a float
+   option that takes infinity takes the string "inf". Setting is all or
+   nothing: an unknown name, a value of the wrong type or out of range is
+   NEEDLE_E_ARGUMENT with a message naming the option, and nothing changes.
+   Options of scope "creation" (threads, window, tool_index_path) are fixed
+   once the session exists: pass them to needle_session_new_with_options. */
+needle_session* needle_session_new_with_options(needle_model* model, const char* system, const char* tools_json,
+                                                const char* options_json); /* NULL on error; options may be NULL */
+/* From the next turn on (window_requests: older requests leave the window at once). 0, or < 0 on error. */
+int needle_session_set_options(needle_session* s, const char* options_json);
+/* The session's options, every key: bytes written (without the NUL), or < 0
+   (NEEDLE_E_BUFFER when out is too small; out[0] is then NUL). */
+int needle_session_get_options(needle_session* s, char* out, int out_capacity);
+int needle_options_describe(char* out, int out_capacity); /* the table; as needle_session_get_options */
+/* Shorthands for {"window_requests": n} and {"reasoning_beams": n}: from the
+   next request on, the model reads the conversation from the n-th most recent
+   request on (1: the current one, read as a session's first request, so turn
+   1,000 reads what turn 1 read; 0, the default: the whole window); the
+   reasoning is the best of n beam hypotheses (1: greedy, the fastest; 2, the
+   default; at most 8). <0 on error. */
 int needle_session_set_window_requests(needle_session* s, int n);
-/* From the next turn on, the reasoning is the best of n hypotheses of a beam
-   search (1: greedy, the fastest; 2, the default: more exact calls for about
-   1.5x the decoding time; at most 8). <0 on error. */
 int needle_session_set_reasoning_beams(needle_session* s, int n);
 void needle_session_reset(needle_session* s);
 int needle_session_save(needle_session* s, const char* path);

@@ -57,6 +57,14 @@ def library():
     lib.needle_session_new.restype = c_void_p
     lib.needle_session_complete.argtypes = [c_void_p, c_char_p, c_int, ctypes.POINTER(ctypes.c_char), c_int]
     lib.needle_session_complete.restype = c_int
+    lib.needle_session_new_with_options.argtypes = [c_void_p, c_char_p, c_char_p, c_char_p]
+    lib.needle_session_new_with_options.restype = c_void_p
+    lib.needle_session_set_options.argtypes = [c_void_p, c_char_p]
+    lib.needle_session_set_options.restype = c_int
+    lib.needle_session_get_options.argtypes = [c_void_p, ctypes.POINTER(ctypes.c_char), c_int]
+    lib.needle_session_get_options.restype = c_int
+    lib.needle_options_describe.argtypes = [ctypes.POINTER(ctypes.c_char), c_int]
+    lib.needle_options_describe.restype = c_int
     lib.needle_session_set_window_requests.argtypes = [c_void_p, c_int]
     lib.needle_session_set_window_requests.restype = c_int
     lib.needle_session_set_reasoning_beams.argtypes = [c_void_p, c_int]
@@ -127,27 +135,53 @@ class Model:
             self._h = None
 
 
+def describe_options():
+    """The session options table: [{"name", "type", "default", "min", "max", "scope", "help"}]."""
+    buf = ctypes.create_string_buffer(_OUT)
+    n = library().needle_options_describe(buf, _OUT)
+    if n < 0:
+        raise _error("needle_options_describe", n)
+    return json.loads(buf.raw[:n].decode("utf-8"))
+
+
 class Session:
     """An independent session (own tools and cache) on a shared Model."""
 
-    def __init__(self, model, tools, system=None, tool_index_path=None, window_requests=0, reasoning_beams=None):
-        """window_requests: the model reads the conversation from the n-th most
+    def __init__(self, model, tools, system=None, tool_index_path=None, window_requests=0, reasoning_beams=None,
+                 options=None):
+        """options: a dict of session options (describe_options() lists them
+        with their defaults, ranges and help), e.g. {"reasoning_beams": 1}.
+        window_requests: the model reads the conversation from the n-th most
         recent request on (1: the current one, read as a session's first;
         0: the whole window).
         reasoning_beams: the reasoning is the best of n beam search hypotheses
         (1: greedy; None: the engine's default, 2)."""
         self._model = model  # keeps the handle alive
-        self._h = library().needle_session_new(model._h, _enc(system), _enc(tools), _enc(tool_index_path))
-        if not self._h:
-            raise _error("needle_session_new", 0)
+        opts = dict(options or {})
+        if tool_index_path:
+            opts["tool_index_path"] = tool_index_path
         if window_requests:
-            n = library().needle_session_set_window_requests(self._h, int(window_requests))
-            if n < 0:
-                raise _error("needle_session_set_window_requests", n)
+            opts["window_requests"] = int(window_requests)
         if reasoning_beams is not None:
-            n = library().needle_session_set_reasoning_beams(self._h, int(reasoning_beams))
-            if n < 0:
-                raise _error("needle_session_set_reasoning_beams", n)
+            opts["reasoning_beams"] = int(reasoning_beams)
+        self._h = library().needle_session_new_with_options(model._h, _enc(system), _enc(tools), _enc(opts))
+        if not self._h:
+            raise _error("needle_session_new_with_options", 0)
+
+    def set_options(self, **options):
+        """Changes options from the next turn on; all or nothing (an unknown
+        name or a bad value raises NeedleError naming it)."""
+        n = library().needle_session_set_options(self._h, _enc(options))
+        if n < 0:
+            raise _error("needle_session_set_options", n)
+
+    def options(self):
+        """The session's options, every one."""
+        buf = ctypes.create_string_buffer(_OUT)
+        n = library().needle_session_get_options(self._h, buf, _OUT)
+        if n < 0:
+            raise _error("needle_session_get_options", n)
+        return json.loads(buf.raw[:n].decode("utf-8"))
 
     def complete(self, text, max_new_tokens=256):
         buf = ctypes.create_string_buffer(_OUT)

@@ -132,6 +132,27 @@ class Abi(unittest.TestCase):
             with self.assertRaises(needle.NeedleError):
                 needle.Session(model, TOOLS_A, reasoning_beams=bad)
 
+    def test_options(self):
+        table = needle.describe_options()
+        names = [row["name"] for row in table]
+        self.assertIn("reasoning_beams", names)
+        self.assertEqual(len(names), len(set(names)))
+        model = needle.Model(blob=self.blob)
+        s = needle.Session(model, TOOLS_A, options={"reasoning_beams": 1, "max_new_tokens": 40})
+        self.assertEqual(s.options()["reasoning_beams"], 1)
+        self.assertEqual(s.options()["copy_bias"], "inf")
+        s.set_options(copy_bias=0, reasoning_beams=3)
+        self.assertEqual(s.options()["reasoning_beams"], 3)
+        self.assertTrue(s.complete("lights in the hall")["success"])
+        for bad, why in [({"reasoning_beams": 9}, "reasoning_beams"), ({"beams": 1}, "unknown option 'beams'"),
+                         ({"threads": 2}, "threads is fixed"), ({"reasoning_names": "yes"}, "true or false")]:
+            with self.assertRaises(needle.NeedleError) as e:
+                s.set_options(**bad)
+            self.assertIn(why, str(e.exception))
+        self.assertEqual(s.options()["reasoning_beams"], 3)  # nothing changed
+        with self.assertRaises(needle.NeedleError):
+            needle.Session(model, TOOLS_A, options={"max_new_tokens": -5})
+
     def test_sessions_on_threads(self):
         model = needle.Model(blob=self.blob)
         queries = ["lights in the hall", "alarm at 07:15", "kitchen off"]

@@ -84,12 +84,11 @@ CallRuleChain MakeCallRules(const SessionOptions& o) {
   CallRuleChain chain;
   chain.Add(std::make_unique<rules::NoPunctuationValue>());
   if (o.distinct_argument_values) chain.Add(std::make_unique<rules::DistinctRequiredValues>());
-  if (o.function_word_values_excluded) chain.Add(std::make_unique<rules::NoFunctionWordValue>());
   chain.Add(std::make_unique<rules::NumberAsWritten>());
   if (o.date_time_bias > 0.0f || o.quantity_bias > 0.0f || o.record_id_bias > 0.0f) {
     chain.Add(std::make_unique<rules::SaidValue>(o.date_time_bias, o.quantity_bias, o.record_id_bias));
   }
-  if (o.copy_bias > 0.0f) chain.Add(std::make_unique<rules::CopyValue>(o.copy_bias, o.exact_case));
+  if (o.copy_bias > 0.0f) chain.Add(std::make_unique<rules::CopyValue>(o.copy_bias));
   if (o.enum_word_bias > 0.0f) chain.Add(std::make_unique<rules::EnumWords>(o.enum_word_bias));
   if (o.tool_score_bias > 0.0f) chain.Add(std::make_unique<rules::ToolNaming>(o.tool_score_bias));
   return chain;

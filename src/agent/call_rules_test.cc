@@ -68,12 +68,12 @@ TEST(CallStep, BeginClearsTheBiases) {
 TEST(CallRuleChain, BuiltFromTheOptions) {
   SessionOptions o;
   const std::vector<std::string_view> all = MakeCallRules(o).names();
-  const std::vector<std::string_view> want = {"no_punctuation_value", "distinct_required_values", "no_function_word_value",
-                                              "number_as_written",    "said_value",               "copy_value",
-                                              "enum_words",           "tool_naming"};
+  const std::vector<std::string_view> want = {"no_punctuation_value", "distinct_required_values", "number_as_written",
+                                              "said_value",           "copy_value",               "enum_words",
+                                              "tool_naming"};
   EXPECT_EQ(all, want);
   o.copy_bias = 0.0f, o.enum_word_bias = 0.0f, o.tool_score_bias = 0.0f, o.distinct_argument_values = false;
-  o.function_word_values_excluded = false, o.date_time_bias = 0.0f, o.quantity_bias = 0.0f, o.record_id_bias = 0.0f;
+  o.date_time_bias = 0.0f, o.quantity_bias = 0.0f, o.record_id_bias = 0.0f;
   const std::vector<std::string_view> least = {"no_punctuation_value", "number_as_written"};
   EXPECT_EQ(MakeCallRules(o).names(), least);
 }

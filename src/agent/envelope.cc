@@ -92,18 +92,6 @@ uint32_t PlannedCalls(std::string_view reasoning) {
   return named ? calls : 0;
 }
 
-bool PlansRefusal(std::string_view reasoning) {
-  while (!reasoning.empty() && reasoning.front() == ' ') reasoning.remove_prefix(1);
-  if (reasoning.starts_with("no declared tool") || reasoning.starts_with('\'')) return true;
-  // "name needs k; the request does not give it": the head is a name and a
-  // space (a plan's head is "name:"), the reason one of the two fixed ones.
-  const size_t space = reasoning.find(' ');
-  if (space == 0 || space == std::string_view::npos || reasoning.substr(0, space).find(':') != std::string_view::npos) return false;
-  if (reasoning.find(" |") != std::string_view::npos) return false;  // another segment plans a call
-  return reasoning.find("the request does not give") != std::string_view::npos ||
-         reasoning.find("; no declared tool fits") != std::string_view::npos;
-}
-
 std::string UnplannedRequiredValue(std::string_view reasoning, const nlohmann::ordered_json& tools, bool with_facts) {
   static constexpr std::string_view kNoArguments = ": no arguments needed";
   while (!reasoning.empty() && reasoning.front() == ' ') reasoning.remove_prefix(1);

@@ -94,14 +94,6 @@ void OrderFromToPairs(Envelope& env, const nlohmann::ordered_json& tools, std::s
 // reasoning of another model), so nothing limits the calls.
 uint32_t PlannedCalls(std::string_view reasoning);
 
-// Whether a reasoning plans a refusal in the default model's words: "no
-// declared tool ...", a quote first ("'turbo' is not an allowed speed of
-// set_fan (low, high)"), or a tool's name without its colon and then the
-// reason it cannot be called ("send_text needs contact; the request does not
-// give it", "set_fan can X, not Y; no declared tool fits"). A plan ("name:
-// ...") or free-form reasoning of another model is none.
-bool PlansRefusal(std::string_view reasoning);
-
 // The reason to refuse a one-call plan "T: no arguments needed" when T
 // requires an argument the request must say — a string without an enum, a
 // number, an array or an object ("set_reminder needs text; the request does

@@ -165,19 +165,6 @@ TEST(Envelope, PlannedCallsCountsTheReasoningsSegments) {
   EXPECT_EQ(PlannedCalls("a: 'x' -> k | then the other one"), 0u);                    // a segment without a name
 }
 
-TEST(Envelope, PlansRefusalReadsTheDefaultModelsReasons) {
-  EXPECT_TRUE(PlansRefusal("no declared tool handles this request"));
-  EXPECT_TRUE(PlansRefusal(" no declared tool can book a flight"));
-  EXPECT_TRUE(PlansRefusal("'turbo' is not an allowed speed of set_fan (low, high)"));
-  EXPECT_TRUE(PlansRefusal("send_text needs contact; the request does not give it"));
-  EXPECT_TRUE(PlansRefusal("set_fan can set the fan speed, not open the window; no declared tool fits"));
-  EXPECT_FALSE(PlansRefusal(""));
-  EXPECT_FALSE(PlansRefusal("send_text: 'the request does not give it' -> body"));  // a plan: its span says so
-  EXPECT_FALSE(PlansRefusal("get_steps: no arguments needed"));
-  EXPECT_FALSE(PlansRefusal("I should call the timer tool"));                         // free-form reasoning
-  EXPECT_FALSE(PlansRefusal("a needs k; the request does not give it | b: 'x' -> y"));  // the other segment is a call
-}
-
 TEST(Envelope, UnplannedRequiredValueNamesTheValueTheRequestMustSay) {
   const auto tools = ordered_json::parse(R"([
     {"name":"set_reminder","parameters":{"type":"object","properties":{"text":{"type":"string"},"at":{"type":"string"}},"required":["text"]}},

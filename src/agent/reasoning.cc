@@ -192,11 +192,6 @@ void Session::ReasoningCandidates(const ReasoningCursor& c, StepCandidates& out)
       grammar::MarkCopyTokens(*model_->trie(), evidence_.copy_source(), c.span.state, c.span.nonempty, "'", grammar::CopySource::End::kWord,
                                copy_mask_, copy_walk_)) {
     for (size_t w = 0; w < mask_.size(); ++w) copying |= (copy_mask_[w] &= text_mask_[w]) != 0;
-    if (copying && opt_.exact_case) {
-      const size_t quote = c.bytes.rfind('\'');
-      evidence_.KeepExactCase(model_->tokenizer(), std::string_view(c.bytes).substr(quote == std::string::npos ? c.bytes.size() : quote + 1), '\'',
-                              copy_mask_);
-    }
   }
   if (c.head_open) return HeadCandidates(std::string_view(c.bytes).substr(c.head_start), out);
   const uint32_t* allowed = copying ? copy_mask_.data() : text_mask_.data();

@@ -25,19 +25,7 @@ nlohmann::ordered_json ToolsArray(const nlohmann::ordered_json& tools) {
 
 Session::Session(std::shared_ptr<const Model> model, SessionOptions options) : model_(std::move(model)), opt_(options) {
   if (!model_) throw Error(ErrorCode::kNoModel, "session: no model");
-  if (!(opt_.tool_score_bias >= 0.0f) || std::isinf(opt_.tool_score_bias))
-    throw Error(ErrorCode::kInvalidArgument, "session: tool_score_bias must be finite and >= 0");
-  if (!(opt_.lexical_weight >= 0.0f) || std::isinf(opt_.lexical_weight))
-    throw Error(ErrorCode::kInvalidArgument, "session: lexical_weight must be finite and >= 0");
-  if (!(opt_.refusal_score_penalty >= 0.0f) || std::isinf(opt_.refusal_score_penalty) || !std::isfinite(opt_.refusal_score_threshold))
-    throw Error(ErrorCode::kInvalidArgument, "session: refusal_score_penalty must be finite and >= 0, refusal_score_threshold finite");
-  if (!(opt_.no_tool_bias >= 0.0f) || std::isinf(opt_.no_tool_bias) || !std::isfinite(opt_.no_tool_cosine))
-    throw Error(ErrorCode::kInvalidArgument, "session: no_tool_bias must be finite and >= 0, no_tool_cosine finite");
-  if (!(opt_.date_time_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: date_time_bias must be >= 0 (0 turns it off)");
-  if (!(opt_.enum_word_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: enum_word_bias must be >= 0 (0 turns it off)");
-  if (!(opt_.copy_bias >= 0.0f)) throw Error(ErrorCode::kInvalidArgument, "session: copy_bias must be >= 0 (0 turns copying off)");
-  if (opt_.reasoning_beams < 1 || opt_.reasoning_beams > SessionOptions::kMaxReasoningBeams)
-    throw Error(ErrorCode::kInvalidArgument, "session: reasoning_beams must be 1 to " + std::to_string(SessionOptions::kMaxReasoningBeams));
+  CheckOptions(opt_);
   if (opt_.threads > 1) pool_ = std::make_unique<ThreadPool>(opt_.threads);
   const Tokenizer& tok = model_->tokenizer();
   const int32_t V = static_cast<int32_t>(model_->config().vocab_size);
@@ -339,19 +327,29 @@ Envelope Session::TurnOrThrow(TurnKind kind, std::string_view text, uint32_t max
   return FinishEnvelope(kind, plan, call, stats);
 }
 
-void Session::SetWindowRequests(uint32_t n) {
-  opt_.window_requests = n;
-  while (request_starts_.size() > n) request_starts_.erase(request_starts_.begin());
-  if (n == 0 && state_) state_->cache().SetWindowFloor(0);
-}
-
-void Session::SetReasoningBeams(uint32_t n) {
-  if (n < 1 || n > SessionOptions::kMaxReasoningBeams) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "session: reasoning_beams must be 1 to " + std::to_string(SessionOptions::kMaxReasoningBeams));
+void Session::SetOptions(const SessionOptions& next) {
+  CheckOptions(next);
+  const nlohmann::ordered_json now = OptionsToJson(opt_), wanted = OptionsToJson(next);
+  ForEachOption(next, [&](const OptionInfo& info, const auto&) {
+    const std::string name(info.name);
+    if (info.scope == OptionScope::kCreation && now[name] != wanted[name]) {
+      throw Error(ErrorCode::kInvalidArgument, "option " + name + " is fixed when the session is created (it stays " +
+                                                   now[name].dump() + ")");
+    }
+  });
+  if (next.window_requests != opt_.window_requests) {  // older requests leave the window at once
+    while (request_starts_.size() > next.window_requests) request_starts_.erase(request_starts_.begin());
+    if (next.window_requests == 0 && state_) state_->cache().SetWindowFloor(0);
   }
-  opt_.reasoning_beams = n;
-  if (n == 1) beam_slots_.clear();  // (their states' memory goes back)
+  if (next.reasoning_beams == 1) beam_slots_.clear();  // (their states' memory goes back)
+  opt_ = next;
+  call_rules_ = MakeCallRules(opt_);  // the rules' state: rebuilt for the tools and the request in progress
+  call_rules_.Prepare(model_->trie()->mask_words());
+  if (grammar_) {
+    call_rules_.SetTools(*grammar_);
+    if (turns_ > 0) call_rules_.BeginRequest(*grammar_, request_terms_);
+  }
+  call_bytes_.reserve(size_t(opt_.max_new_tokens) * 32);
 }
 
 void Session::Reset() {

@@ -40,6 +40,7 @@
 #include "agent/envelope.h"
 #include "agent/model.h"
 #include "agent/retrieval.h"
+#include "agent/session_options.h"
 #include "agent/turn_evidence.h"
 #include "base/thread_pool.h"
 #include "grammar/copy_source.h"
@@ -47,189 +48,6 @@
 #include "grammar/quantities.h"
 
 namespace needle {
-
-struct SessionOptions {
-  uint32_t threads = 1;             // compute threads of this session
-  uint32_t max_think_tokens = 96;   // reasoning budget per turn (the trained reasoning lines are ~20-60 tokens)
-  uint32_t max_new_tokens = 256;    // call budget per turn (complete()'s default)
-  uint32_t max_input_tokens = 4096; // one turn's text (query or tool result)
-  // How far back the window reaches, in user requests: N > 0 shows the
-  // conversation from the N-th most recent request on (1: the current
-  // request and its tool results only, the request rendered as a session's
-  // first, so turn 1,000 reads what turn 1 read; 2: also the previous
-  // request and what followed it), never more than the W-token window; 0:
-  // the whole window. Older turns stay in the cache but are not attended.
-  uint32_t window_requests = 0;
-  uint32_t retrieval_top_k = 5;     // more declared tools than this: retrieval picks this many per query
-  std::string tool_index_path;      // optional persistent embeddings (retrieval)
-  uint32_t window = 0;              // 0: the archive's effective window
-  // Logit bonus for tokens that keep a string argument a copy of the
-  // session's text (requests and tool results; see grammar/copy_source.h):
-  // small models garble the values they copy, and most plain values are
-  // copies. 0 turns it off; INFINITY (the default) makes it a rule: a copy
-  // is taken whenever one fits (against 8: the same calls within one per
-  // split, and a third of the garbled strings — "e. e. e.", ":360}}]names"
-  // — gone). The grammar's language is the same either way. The
-  // reasoning's quoted spans ("'span' -> key") copy whenever a copy fits,
-  // for any copy_bias > 0.
-  float copy_bias = kDefaultCopyBias;
-  static constexpr float kDefaultCopyBias = INFINITY;
-  // Logit bonus per unit of retrieval similarity (the contrastive head's
-  // query-tool cosine, relative to the best declared tool) for the tokens
-  // that name a call: the tool the retrieval head prefers is preferred when
-  // naming. 0 turns it off; without a contrastive head it does nothing.
-  float tool_score_bias = kDefaultToolScoreBias;
-  static constexpr float kDefaultToolScoreBias = 100.0f;
-  // Weight of the lexical score (LexicalScores: the share of the request's
-  // words a tool's schema has) added to the head's cosine when tools are
-  // ranked (retrieval and tool_score_bias). 0 turns it off; without a
-  // contrastive head a positive weight ranks by words alone.
-  float lexical_weight = kDefaultLexicalWeight;
-  static constexpr float kDefaultLexicalWeight = 1.0f;
-  // When the best active tool's ranking score (the same as tool_score_bias
-  // uses) exceeds refusal_score_threshold, refusing (closing the calls array
-  // before any call) loses refusal_score_penalty x (score - threshold) on a
-  // query turn: the small model refuses requests its top-ranked tool plainly
-  // serves. Applies with tool_score_bias > 0. 0 turns it off.
-  float refusal_score_penalty = kDefaultRefusalScorePenalty;
-  float refusal_score_threshold = kDefaultRefusalScoreThreshold;
-  static constexpr float kDefaultRefusalScorePenalty = 40.0f;
-  static constexpr float kDefaultRefusalScoreThreshold = 0.6f;
-  // The other side: when the best active tool's head cosine (the contrastive
-  // head alone) is below no_tool_cosine and no active tool shares a word with
-  // the request (the lexical part of the score is 0; with lexical_weight 0
-  // the cosine alone), refusing gains no_tool_bias x (no_tool_cosine -
-  // cosine) on a query turn, until a call is named. The defaults fit the
-  // default model's head (docs/agent.md: whole test file 59.3 -> 59.5%,
-  // hand-written sets +3 cases); another head sits on another scale (set 0,
-  // or train it with `train-heads --refusals`). 0 turns it off; applies with
-  // tool_score_bias > 0.
-  float no_tool_bias = kDefaultNoToolBias;
-  float no_tool_cosine = kDefaultNoToolCosine;
-  static constexpr float kDefaultNoToolBias = 60.0f;
-  static constexpr float kDefaultNoToolCosine = 0.3f;
-  // Logit bonus, when an enum value is chosen, for the tokens that start or
-  // continue the values sharing the most words with the request (LexicalScores
-  // over the enum's values; nothing when no value shares a word or all share
-  // as many): "a delicates cycle" -> "delicates", "normal priority" ->
-  // "PRIORITY_NORMAL". The small model picks the wrong one of a few declared
-  // values it never saw in training. 0 turns it off; INFINITY makes it a rule.
-  float enum_word_bias = kDefaultEnumWordBias;
-  static constexpr float kDefaultEnumWordBias = 8.0f;
-  // Inside a `format: date`, `time` or `date-time` string, logit bonus for
-  // the tokens that write one of the dates or times the conversation says
-  // (grammar::SpokenDatesAndTimes: "September 6, 2025" -> 2025-09-06, "half
-  // past 6 pm" -> 18:30, "tomorrow" from the system facts' date; a date said
-  // with a time also makes a date-time). The small model rewrites them digit
-  // by digit and gets them wrong. INFINITY (the default) makes it a rule
-  // whenever one of them fits what is written so far; 0 turns it off. The
-  // same bias writes the codes of the currencies and languages the
-  // conversation names in arguments asking for such codes (grammar/codes.h:
-  // "euros" -> EUR under "ISO 4217 currency code").
-  float date_time_bias = kDefaultDateTimeBias;
-  static constexpr float kDefaultDateTimeBias = INFINITY;
-  // Inside a number argument whose name or description declares a unit
-  // ("duration_seconds", "Distance in meters"; grammar::DeclaredUnit), logit
-  // bonus for the tokens that write a quantity the conversation says in that
-  // unit (grammar::SpokenQuantities: "5 minutes" -> 300 into seconds, "90
-  // cm" -> 0.9 into metres). Arguments that split one dimension between them
-  // (hours, minutes and seconds of one timer) are left alone. INFINITY (the
-  // default) makes it a rule whenever one of them fits what is written so
-  // far, and writes an unwritten such argument when the model would close
-  // the arguments without it (as date_time_bias does); 0 turns it off.
-  float quantity_bias = kDefaultQuantityBias;
-  static constexpr float kDefaultQuantityBias = INFINITY;
-  // The reasoning's head (the tool its plan is for: "name: 'span' -> key") is
-  // a declared tool's name, under the call's naming preference
-  // (tool_score_bias), or a refusal — "no declared tool ..." or "'x' is not
-  // an allowed ..." — which loses reasoning_refusal_penalty plus the call's
-  // refusal penalty; again after " | " (the next call's plan,
-  // the planned tool's push spent); and each key after "->" is one of the
-  // planned tool's keys. After a tool result the head is a tool's name or
-  // "nothing more to call" ("done ...", "request complete", ...), without
-  // penalty. Free, the small model names tools that do not exist
-  // in 40% of its plans and maps the request onto their made-up keys (a
-  // quarter of its keys). false: free text.
-  bool reasoning_names = true;
-  float reasoning_refusal_penalty = kDefaultReasoningRefusalPenalty;
-  static constexpr float kDefaultReasoningRefusalPenalty = 2.0f;
-  // Drop an optional argument whose value is empty or repeats another
-  // argument's value in the same call (DropEchoedArguments).
-  bool drop_echoed_arguments = true;
-  // Drop optional number arguments whose value the conversation does not say
-  // (DropUnsaidOptionalNumbers: digits, spelled numbers, quantities in the
-  // argument's unit): the model invents one once it opened such a key.
-  bool drop_unsaid_numbers = true;
-  // Swap a from/to pair of arguments the request's "from X" / "to Y" words
-  // put the other way round (OrderFromToPairs).
-  bool order_from_to_pairs = true;
-  // A string argument does not repeat another string argument's value in the
-  // same call (ExcludeRepeatedValue): the model writes "USD" as both
-  // currencies of a conversion, the street as the city. false: allowed.
-  bool distinct_argument_values = true;
-  // A free string argument (no enum, format or pattern) is never a lone
-  // function word ("to", "the", "is", "my"): unsure of a span, the model
-  // closes the value after one ("find flights from Boston to Denver" ->
-  // origin "to"). ExcludeFunctionWordValue masks the closing quote there.
-  bool function_word_values_excluded = true;
-  // A quoted span of the reasoning's plan does not run along the words of an
-  // earlier span of the same call's plan, nor hold them (RepeatedSpanCheck):
-  // the model, unsure, writes "'Bohemian Rhapsody' -> title; 'Bohemian
-  // Rhapsody' -> artist"; the generator's plans almost never do (6 of
-  // 20,000). false: allowed.
-  bool distinct_plan_spans = true;
-  // A query turn whose finished reasoning plans a refusal (PlansRefusal:
-  // "send_text needs contact; the request does not give it", "'turbo' is not
-  // an allowed speed of set_fan (...)", "no declared tool ...") refuses:
-  // the call is "[]". Before, the call was decoded anew, and a tool the
-  // ranking rates highly made refusing costly there (refusal_score_penalty),
-  // so the model called the tool it had just said it could not call. false:
-  // the call is decoded as after any reasoning.
-  bool refusal_plan_refuses = true;
-  // A query turn whose plan gives an enum key a word of the request the key
-  // does not list ("'yoga' -> type yoga", type one of run, walk, swim;
-  // UnlistedEnumValue) refuses, with that reason as a warning: the request
-  // asks for a value the tool does not have, and the call would put another
-  // value in its place. false: the call is decoded as planned.
-  bool refuse_unlisted_enum_values = true;
-  // A query turn planned "T: no arguments needed" when T requires a value
-  // the request must say (UnplannedRequiredValue) refuses, with "T needs k;
-  // the request does not give it" as a warning: the call would make the
-  // value up. false: the call is decoded as planned.
-  bool refuse_unplanned_required_values = true;
-  // Inside a string argument naming an identifier ("track_id", "contactId")
-  // after a tool result, logit bonus for the tokens that write the
-  // identifier of the record whose words the request says (RecordNamedBy:
-  // "text Katerina" -> the id of the result's record named "Katerina
-  // Kowalski"); nothing when no record, or several, match best. INFINITY
-  // (the default): a rule while it fits; 0 off.
-  float record_id_bias = kDefaultRecordIdBias;
-  static constexpr float kDefaultRecordIdBias = INFINITY;
-  // Copies keep the case the conversation writes them in: among the tokens
-  // that continue a copy (copy_bias), those that keep it case-exact, when
-  // there are any. false: any case (the copy source folds ASCII case).
-  bool exact_case = true;
-  // Naming penalty, in retrieval-score units (x tool_score_bias), on a tool
-  // that requires an identifier argument (TakesAnIdentifier: "track_id")
-  // while the conversation says none (SaysAnIdentifier): "play Volare" with
-  // play_track(track_id) and search_tracks(query) is the search. 0: off.
-  float unsaid_id_penalty = kDefaultUnsaidIdPenalty;
-  static constexpr float kDefaultUnsaidIdPenalty = 0.6f;
-  // Reasoning search: the reasoning (the turn's plan: which tool, which
-  // spans of the request go to which keys) is the best of reasoning_beams
-  // hypotheses kept by a beam search under the same heads, copy rules and
-  // biases as greedy decoding, ranked by their tokens' mean log-probability
-  // under that distribution; the call then follows the chosen plan greedily. Greedy reasoning commits to its first token (a
-  // tool, a refusal, a span's first word) and in most wrong turns the model
-  // rates the right whole reasoning above the one greedy wrote. 1: greedy.
-  // Each hypothesis holds a decoder state of its own window rows (the sink
-  // rows are the session cache's), and a reasoning token costs up to
-  // reasoning_beams forward passes. At most kMaxReasoningBeams. At 2 bits
-  // the default model does worse with it (README): use 1 there.
-  uint32_t reasoning_beams = kDefaultReasoningBeams;
-  static constexpr uint32_t kDefaultReasoningBeams = 2;
-  static constexpr uint32_t kMaxReasoningBeams = 8;
-};
 
 // The quoted spans of the reasoning ("name: 'span' -> key"): a span opens
 // at a quote after a space and closes at the next quote; `state` follows the
@@ -280,12 +98,6 @@ class RepeatedSpanCheck {
 inline constexpr uint32_t kLoopTokens = 16, kLoopMaxPeriod = 4;
 bool EndsInLoop(std::span<const int32_t> ids);
 
-// Whether a string value is a lone function word ("to", " the", "My.",
-// "it's"), which no free string argument is (ExcludeFunctionWordValue);
-// "on", "off", "up", "all", "me", "now" can be one and are not counted, nor
-// is a word in capitals (a code: "US", "IT", "A").
-bool IsFunctionWordValue(std::string_view v);
-
 class Session {
  public:
   explicit Session(std::shared_ptr<const Model> model, SessionOptions options = {});
@@ -304,11 +116,12 @@ class Session {
   // block must fit the KV budget beside the window.
   void PinSpan(std::string_view text);
   void ClearPins();
-  // SessionOptions::window_requests from the next request on; 0 (the whole
-  // window) takes effect at once.
-  void SetWindowRequests(uint32_t n);
-  // SessionOptions::reasoning_beams from the next turn on (1 to kMaxReasoningBeams).
-  void SetReasoningBeams(uint32_t n);
+  // New options from the next turn on (window_requests: the requests beyond
+  // the new reach leave the window at once). Throws Error naming an option
+  // out of range or a creation option (OptionScope::kCreation) that differs;
+  // then nothing changes.
+  void SetOptions(const SessionOptions& options);
+  const SessionOptions& options() const { return opt_; }
 
   // ---- turns (never throw: failures are error envelopes)
   // The C ABI's rule (SPEC §11): after a `call` envelope the text is that

@@ -223,27 +223,4 @@ const std::vector<std::string>* TurnEvidence::SaidValues(uint32_t node) const {
   return values && !values->empty() ? values : nullptr;
 }
 
-void TurnEvidence::KeepExactCase(const Tokenizer& tok, std::string_view content, char quote, std::span<uint32_t> copy_mask) {
-  // The copy automaton folds ASCII case (a request typed in lower case still
-  // copies into a name); among the tokens that continue the copy, the ones
-  // that keep the value as a recent text writes it, case and all, are the
-  // copy: "GOOGL" stays "GOOGL", not "GoOGL".
-  case_mask_.resize(copy_mask.size());
-  if (case_text_.capacity() < 512) case_text_.reserve(512);
-  bool any = false;
-  for (size_t w = 0; w < copy_mask.size(); ++w) {
-    case_mask_[w] = 0;
-    for (uint32_t bits = copy_mask[w]; bits; bits &= bits - 1) {
-      const int32_t id = int32_t(w * 32 + __builtin_ctz(bits));
-      std::string_view part = tok.TokenBytes(id);
-      part = part.substr(0, part.find(quote));
-      case_text_.assign(content).append(part);
-      bool found = case_text_.empty();
-      for (size_t t = texts_.size(); t-- > 0 && !found;) found = texts_[t].find(case_text_) != std::string::npos;
-      if (found) case_mask_[w] |= 1u << (id & 31), any = true;
-    }
-  }
-  if (any) std::copy(case_mask_.begin(), case_mask_.end(), copy_mask.begin());
-}
-
 }  // namespace needle

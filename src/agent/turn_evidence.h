@@ -66,11 +66,6 @@ class TurnEvidence {
   // A recent text writes a number with an exponent ("1e5", "2.5E-3").
   bool exponent_written() const { return exponent_written_; }
 
-  // Among `copy_mask`'s tokens (they continue a copy, ASCII case folded),
-  // keeps those that keep `content` (the value so far, up to a closing
-  // `quote`) as a recent text writes it, case and all, when any do.
-  void KeepExactCase(const Tokenizer& tok, std::string_view content, char quote, std::span<uint32_t> copy_mask);
-
  private:
   void Recompute(std::string_view facts, std::span<const std::string> pins);
 
@@ -90,8 +85,6 @@ class TurnEvidence {
   std::vector<double> said_numbers_;
   bool id_said_ = false;
   bool exponent_written_ = false;
-  std::vector<uint32_t> case_mask_;  // KeepExactCase scratch
-  std::string case_text_;
 };
 
 }  // namespace needle

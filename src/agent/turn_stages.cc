@@ -130,7 +130,7 @@ Session::CallPlan Session::ReadPlan(TurnKind kind) {
   if (planned_query && plan.refusal_reason.empty() && opt_.refuse_unplanned_required_values) {
     plan.refusal_reason = UnplannedRequiredValue(plan.reasoning, tools_, !facts_.is_null() && !facts_.empty());
   }
-  plan.refuses = planned_query && ((opt_.refusal_plan_refuses && PlansRefusal(plan.reasoning)) || !plan.refusal_reason.empty());
+  plan.refuses = planned_query && !plan.refusal_reason.empty();
   return plan;
 }
 

@@ -54,13 +54,13 @@ int Guard(Fn&& fn) {
 }
 
 // Copies `s` with its NUL, or fails without writing past out[0].
-int WriteOut(const std::string& s, char* out, int cap) {
+int WriteOut(const std::string& s, char* out, int cap, const char* what = "envelope") {
   if (!out || cap <= 0) return Fail(NEEDLE_E_ARGUMENT, "output buffer is NULL or has no capacity");
   if (s.size() + 1 > size_t(cap)) {
     out[0] = '\0';
     return Fail(NEEDLE_E_BUFFER, "output buffer of " + std::to_string(cap) + " bytes is too small for the " +
-                                     std::to_string(s.size() + 1) + "-byte envelope (the turn was processed; "
-                                     "needle_last_envelope returns it)");
+                                     std::to_string(s.size() + 1) + "-byte " + what +
+                                     (std::string(what) == "envelope" ? " (the turn was processed; needle_last_envelope returns it)" : ""));
   }
   std::memcpy(out, s.data(), s.size() + 1);
   return static_cast<int>(s.size());
@@ -73,9 +73,19 @@ nlohmann::ordered_json SystemFacts(const char* system) {
   return std::string(system);  // already rendered "key: value" lines
 }
 
+// A JSON options object (needle_session_set_options), all or nothing.
+needle::SessionOptions ParseOptions(const char* options_json, needle::SessionOptions opt) {
+  if (!options_json || !*options_json) return opt;
+  const auto j = nlohmann::json::parse(options_json, nullptr, false);
+  if (j.is_discarded()) throw needle::Error(needle::ErrorCode::kInvalidJson, "options: malformed JSON");
+  needle::ApplyOptionsJson(j, opt);
+  return opt;
+}
+
 std::unique_ptr<needle::Session> NewSession(std::shared_ptr<const needle::Model> model, const char* system,
-                                            const char* tools_json, const char* tool_index_path) {
-  needle::SessionOptions opt;
+                                            const char* tools_json, const char* tool_index_path,
+                                            const char* options_json = nullptr) {
+  needle::SessionOptions opt = ParseOptions(options_json, {});
   if (tool_index_path) opt.tool_index_path = tool_index_path;
   auto s = std::make_unique<needle::Session>(std::move(model), opt);
   s->SetToolsJson(tools_json && *tools_json ? tools_json : "[]");
@@ -208,22 +218,46 @@ int needle_session_complete(needle_session* s, const char* text, int max_new_tok
   });
 }
 
-int needle_session_set_window_requests(needle_session* s, int n) {
+needle_session* needle_session_new_with_options(needle_model* model, const char* system, const char* tools_json,
+                                                const char* options_json) {
+  needle_session* s = nullptr;
+  Guard([&] {
+    if (!model) return Fail(NEEDLE_E_ARGUMENT, "needle_session_new_with_options: NULL model");
+    auto session = NewSession(model->model, system, tools_json, nullptr, options_json);
+    s = new needle_session{std::move(session), {}};
+    return 0;
+  });
+  return s;
+}
+
+int needle_session_set_options(needle_session* s, const char* options_json) {
   return Guard([&] {
     if (!s || !s->session) return Fail(NEEDLE_E_ARGUMENT, "NULL session");
-    if (n < 0) return Fail(NEEDLE_E_ARGUMENT, "needle_session_set_window_requests: n must be 0 or more");
-    s->session->SetWindowRequests(static_cast<uint32_t>(n));
+    if (!options_json) return Fail(NEEDLE_E_ARGUMENT, "NULL options");
+    s->session->SetOptions(ParseOptions(options_json, s->session->options()));
     return 0;
   });
 }
 
-int needle_session_set_reasoning_beams(needle_session* s, int n) {
+int needle_session_get_options(needle_session* s, char* out, int out_capacity) {
   return Guard([&] {
     if (!s || !s->session) return Fail(NEEDLE_E_ARGUMENT, "NULL session");
-    if (n < 1) return Fail(NEEDLE_E_ARGUMENT, "needle_session_set_reasoning_beams: n must be 1 or more");
-    s->session->SetReasoningBeams(static_cast<uint32_t>(n));
-    return 0;
+    return WriteOut(needle::OptionsToJson(s->session->options()).dump(), out, out_capacity, "options object");
   });
+}
+
+int needle_options_describe(char* out, int out_capacity) {
+  return Guard([&] { return WriteOut(needle::DescribeOptions().dump(), out, out_capacity, "options table"); });
+}
+
+// The two setters before the options object: the same path.
+int needle_session_set_window_requests(needle_session* s, int n) {
+  if (n < 0) return Fail(NEEDLE_E_ARGUMENT, "needle_session_set_window_requests: n must be 0 or more");
+  return needle_session_set_options(s, ("{\"window_requests\":" + std::to_string(n) + "}").c_str());
+}
+
+int needle_session_set_reasoning_beams(needle_session* s, int n) {
+  return needle_session_set_options(s, ("{\"reasoning_beams\":" + std::to_string(n) + "}").c_str());
 }
 
 int needle_session_pin(needle_session* s, const char* text) {

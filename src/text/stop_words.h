@@ -2,8 +2,6 @@
 // serves (a word may serve several):
 //   kNoToolSignal  says nothing about which tool a request means (retrieval's
 //                  lexical score skips it: "get", "set", "please");
-//   kNeverAValue   is never a free string argument's whole value ("to",
-//                  "the"; not "on", "off", "up", "all", "me", "now", which can be);
 //   kSpanFiller    two plan spans may share it without saying the same thing
 //                  ("the workbench" after "the small wrench").
 // Lower-case ASCII; lookups fold ASCII case.
@@ -14,10 +12,9 @@
 
 namespace needle::text {
 
-enum StopWordUse : uint8_t { kNoToolSignal = 1, kNeverAValue = 2, kSpanFiller = 4 };
+enum StopWordUse : uint8_t { kNoToolSignal = 1, kSpanFiller = 4 };
 
 // Whether `word` is in the list with `use` (case folded).
 bool IsStopWord(std::string_view word, StopWordUse use);
-inline bool IsNeverAValue(std::string_view word) { return IsStopWord(word, kNeverAValue); }
 
 }  // namespace needle::text

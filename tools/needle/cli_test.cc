@@ -52,7 +52,7 @@ TEST(Cli, HelpOnEachSubcommand) {
 TEST(Cli, RunChatAndEvalTakeTheSameDecodingFlags) {
   const Result eval = RunNeedle("eval --help");
   for (const char* flag : {"--copy-bias", "--tool-score-bias", "--refusal-score-penalty", "--unsaid-id-penalty", "--record-id-bias",
-                           "--any-case", "--enum-word-bias", "--reasoning-refusal-penalty", "--max-think-tokens"}) {
+                           "--no-distinct-plan-spans", "--enum-word-bias", "--options", "--threads", "--reasoning-refusal-penalty", "--max-think-tokens"}) {
     for (const char* cmd : {"run", "chat"}) {
       const Result r = RunNeedle(std::string(cmd) + " --help");
       EXPECT_NE(r.out.find(flag), std::string::npos) << cmd << " lacks " << flag;
@@ -200,7 +200,11 @@ TEST(Cli, TokenizeErrors) {
       {"tokenize --model " + TempDir() + "/no-such.cact x", "cannot open"},
       {"tokenize --model " + std::string(NEEDLE_SOURCE_DIR) + "/CMakeLists.txt x", "header"},
       {"run --model " + archive + " --reasoning-beams 9 'hello'", "--reasoning-beams must be 1 to 8"},
-      {"eval --model " + archive + " --data /dev/null --reasoning-beams 0", "--reasoning-beams must be 1 to 8"},
+      {"eval --model " + archive + " --data /dev/null --reasoning-beams 0", "--reasoning-beams must be 1 to 8, got 0"},
+      {"run --model " + archive + " --max-new-tokens -5 'hello'", "--max-new-tokens must be 1 to 65536, got -5"},
+      {"run --model " + archive + " --copy-bias lots 'hello'", "--copy-bias expects a number, got 'lots'"},
+      {"run --model " + archive + " --options '{\"reasoning_beams\": 2, \"beams\": 1}' 'hello'", "unknown option 'beams'"},
+      {"run --model " + archive + " --options '{\"reasoning_beams\": ' 'hello'", "--options: not a JSON object"},
   };
   for (const auto& c : cases) {
     const Result r = RunNeedle(c.args);

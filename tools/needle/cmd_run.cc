@@ -45,9 +45,7 @@ std::vector<FlagSpec> SessionFlags() {
   std::vector<FlagSpec> flags = {{"model", "FILE", "model archive (default: $NEEDLE_MODEL, else the embedded default model)"},
           {"tools", "FILE|JSON", "tool schemas: a JSON array (or {\"tools\": [...]}), as a file or inline (required)"},
           {"system", "FILE|JSON|TEXT", "system facts: a JSON object (date, locale, device, battery, network, location, user, assistant) or key: value lines"},
-          {"pin", "TEXT", "pin extra text in the sink block (custom sink), e.g. a user profile", true},
-          {"tool-index", "FILE", "persist tool embeddings for retrieval (more than 5 tools)"},
-          {"threads", "K", "compute threads (default 1)"}};
+          {"pin", "TEXT", "pin extra text in the sink block (custom sink), e.g. a user profile", true}};
   for (FlagSpec& f : DecodingFlags()) flags.push_back(std::move(f));
   return flags;
 }
@@ -56,9 +54,6 @@ std::unique_ptr<Session> MakeSession(const Args& args) {
   auto model = args.Has("model") ? Model::Open(args.Get("model")) : Model::Default();
   SessionOptions o;
   ReadDecodingFlags(args, o);
-  o.threads = static_cast<uint32_t>(args.GetInt("threads", 1));
-  o.tool_index_path = args.Get("tool-index");
-  if (o.max_new_tokens < 1 || o.threads < 1) throw Error(ErrorCode::kInvalidArgument, "--max-new-tokens and --threads must be positive");
   auto s = std::make_unique<Session>(model, o);
   s->SetToolsJson(FileOrInline(args.Require("tools")));
   s->SetSystem(Facts(args.Get("system")));

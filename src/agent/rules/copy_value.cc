@@ -2,9 +2,9 @@
 // pins, and what they say in other forms: "fifty seven" -> 57): small models
 // garble the values they copy, and most plain values are copies. The tokens
 // that keep the open string or number a copy (grammar::CopySource) get
-// copy_bias; INFINITY makes it a rule: a copy whenever one fits. With
-// exact_case, among those the tokens that keep the value in the case a
-// recent text writes it ("GOOGL", not "GoOGL").
+// copy_bias; INFINITY makes it a rule: a copy whenever one fits. (Keeping
+// the case a text writes was a rule until 2026-12-04: it helped no blind set;
+// docs/agent.md.)
 #include <cmath>
 
 #include "agent/rules/rules.h"
@@ -18,12 +18,6 @@ void CopyValue::Apply(CallView& view, CallStep& step) {
   bool copying = false;
   for (size_t w = 0; w < copy_.size(); ++w) copying |= (copy_[w] &= allowed[w]) != 0;
   if (!copying) return;
-  if (exact_case_) {
-    if (bool opened = false; view.matcher.OpenString(&opened) >= 0 && opened) {
-      const size_t quote = view.call.rfind('"');
-      if (quote != std::string_view::npos) view.evidence.KeepExactCase(view.tok, view.call.substr(quote + 1), '"', copy_);
-    }
-  }
   step.AddBonus(copy_, bias_);
 }
 

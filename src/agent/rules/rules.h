@@ -40,19 +40,6 @@ class DistinctRequiredValues final : public CallRule {
   std::vector<std::pair<std::string_view, std::string_view>> written_;  // (key, value) views into the call
 };
 
-// A free string argument is never a lone function word ("to", "the"): unsure
-// of a span, the model closes the value after one. (function_word_values_excluded)
-class NoFunctionWordValue final : public CallRule {
- public:
-  std::string_view name() const override { return "no_function_word_value"; }
-  void Prepare(size_t words) override { keep_.assign(words, 0), written_.reserve(64); }
-  void Apply(CallView& view, CallStep& step) override;
-
- private:
-  std::vector<uint32_t> keep_;
-  std::vector<std::pair<std::string_view, std::string_view>> written_;
-};
-
 // Format guarantee: a number is written in plain decimal notation unless the
 // conversation itself writes one with an exponent ("9e+44" is no value a
 // request gave).
@@ -85,17 +72,16 @@ class SaidValue final : public CallRule {
 
 // Argument text (strings, numbers) copied from the conversation: the tokens
 // that keep the value a copy get copy_bias (INFINITY: only them, whenever one
-// fits); with exact_case, among them those that keep the text's case.
+// fits).
 class CopyValue final : public CallRule {
  public:
-  CopyValue(float bias, bool exact_case) : bias_(bias), exact_case_(exact_case) {}
+  explicit CopyValue(float bias) : bias_(bias) {}
   std::string_view name() const override { return "copy_value"; }
   void Prepare(size_t words) override { copy_.assign(words, 0); }
   void Apply(CallView& view, CallStep& step) override;
 
  private:
   float bias_;
-  bool exact_case_;
   std::vector<uint32_t> copy_;
 };
 

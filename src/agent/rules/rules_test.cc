@@ -110,13 +110,5 @@ TEST(DistinctRequiredValues, ASecondRequiredValueDoesNotRepeatTheFirst) {
   EXPECT_TRUE(b.Allowed("E"));
 }
 
-TEST(NoFunctionWordValue, AValueIsNeverALoneFunctionWord) {
-  RuleBench b(kStringTool, R"([{"name":"t","arguments":{"x":"to)", "fly to Denver");
-  NoFunctionWordValue rule;
-  b.Apply(rule);
-  EXPECT_FALSE(b.Allowed("\""));
-  EXPECT_TRUE(b.Allowed("p"));  // "top" goes on
-}
-
 }  // namespace
 }  // namespace needle::rules
