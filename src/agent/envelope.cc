@@ -7,7 +7,7 @@
 #include <cctype>
 #include <cstring>
 
-#include "grammar/codes.h"  // CurrencyMentions, LanguageMentions
+#include "said/codes.h"  // CurrencyMentions, LanguageMentions
 
 namespace needle {
 
@@ -271,8 +271,8 @@ std::vector<size_t> MentionsOf(std::string_view request, const std::string& valu
     const size_t end = p + lower_value.size();
     if ((p == 0 || !WordByte(lower_request[p - 1])) && (end == lower_request.size() || !WordByte(lower_request[end]))) at.push_back(p);
   }
-  for (const auto& mentions : {grammar::CurrencyMentions(request), grammar::LanguageMentions(request)}) {
-    for (const grammar::CodeMention& m : mentions) {
+  for (const auto& mentions : {said::CurrencyMentions(request), said::LanguageMentions(request)}) {
+    for (const said::CodeMention& m : mentions) {
       if (m.code == value && std::find(at.begin(), at.end(), m.begin) == at.end()) at.push_back(m.begin);
     }
   }

@@ -78,7 +78,7 @@ void DropUnsaidOptionalNumbers(Envelope& env, const nlohmann::ordered_json& tool
 // the from side, one right after "to", "into" or "in" the to side
 // ("exchange rate from GBP to JPY" with `base` JPY and `quote` GBP; "250
 // euros in yen" with `from_currency` JPY — codes are found where the request
-// names them, grammar/codes.h). Only when the words support the swap more
+// names them, said/codes.h). Only when the words support the swap more
 // than the decoded order; values the request does not write are left alone.
 // A pair decoded with the same value on both sides, where both keys list
 // their values (enum), takes the one listed value the words put on each side

@@ -45,7 +45,7 @@
 #include "base/thread_pool.h"
 #include "grammar/copy_source.h"
 #include "grammar/matcher.h"
-#include "grammar/quantities.h"
+#include "said/quantities.h"
 
 namespace needle {
 

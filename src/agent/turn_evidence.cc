@@ -4,8 +4,9 @@
 #include <sstream>
 
 #include "agent/retrieval.h"      // NamesAnIdentifier, SaysAnIdentifier
-#include "grammar/codes.h"        // SpokenCurrencyCodes, SpokenLanguageCodes, CodeFormatNamedBy
-#include "grammar/dates_times.h"  // SpokenDatesAndTimes, FormatNamedBy, ParseIsoDate
+#include "said/codes.h"        // SpokenCurrencyCodes, SpokenLanguageCodes, CodeFormatNamedBy
+#include "said/dates_times.h"  // SpokenDatesAndTimes, FormatNamedBy, ParseIsoDate
+#include "said/numbers.h"      // SpelledNumbers, WrittenNumbers
 #include "text/tokenizer.h"
 
 namespace needle {
@@ -53,19 +54,19 @@ void TurnEvidence::SetTools(std::shared_ptr<const grammar::ToolGrammar> grammar,
   for (size_t t = 0; t < g.tools().size() && t < tools.size(); ++t) {
     const grammar::Node& args = g.nodes[g.tools()[t].args];
     if (args.kind != grammar::NodeKind::kObject) continue;
-    std::vector<std::pair<uint32_t, grammar::Unit>> found;
+    std::vector<std::pair<uint32_t, said::Unit>> found;
     for (size_t i = 0; i < args.prop_names.size(); ++i) {
       const grammar::Node& n = g.nodes[args.prop_nodes[i]];
       const std::string description = PropertyDescription(tools[t], args.prop_names[i]);
       if (n.kind == grammar::NodeKind::kNumber) {
-        const grammar::Unit unit = grammar::DeclaredUnit(args.prop_names[i], description);
-        if (unit.dimension != grammar::Dimension::kNone) found.emplace_back(args.prop_nodes[i], unit);
+        const said::Unit unit = said::DeclaredUnit(args.prop_names[i], description);
+        if (unit.dimension != said::Dimension::kNone) found.emplace_back(args.prop_nodes[i], unit);
       }
       if (n.kind != grammar::NodeKind::kString || !n.format.empty()) continue;
       if (NamesAnIdentifier(args.prop_names[i])) id_nodes_.push_back(args.prop_nodes[i]);
       if (!n.pattern.empty()) continue;
-      std::string_view format = grammar::FormatNamedBy(description);
-      if (format.empty()) format = grammar::CodeFormatNamedBy(args.prop_names[i], description);
+      std::string_view format = said::FormatNamedBy(description);
+      if (format.empty()) format = said::CodeFormatNamedBy(args.prop_names[i], description);
       if (!format.empty()) described_formats_.emplace_back(args.prop_nodes[i], format);
     }
     for (const auto& [node, unit] : found) {
@@ -124,9 +125,9 @@ void TurnEvidence::Recompute(std::string_view facts, std::span<const std::string
   // and dates and times said in words, as schemas write them ("September 6,
   // 2025" -> 2025-09-06, "half past 6 pm" -> 18:30; relative days from the
   // system facts' date).
-  grammar::CivilDate today;
+  said::CivilDate today;
   if (const size_t at = facts.find("date: "); at != std::string_view::npos && (at == 0 || facts[at - 1] == '\n')) {
-    today = grammar::ParseIsoDate(facts.substr(at + 6));
+    today = said::ParseIsoDate(facts.substr(at + 6));
   }
   std::vector<std::string> derived;
   derived.reserve(4 * texts_.size());
@@ -146,10 +147,10 @@ void TurnEvidence::Recompute(std::string_view facts, std::span<const std::string
     derived.push_back(said);
   };
   for (const std::string& t : texts_) {
-    if (currency_codes) add_codes(grammar::SpokenCurrencyCodes(t), currency_values_);
-    if (language_codes) add_codes(grammar::SpokenLanguageCodes(t), language_values_);
-    derived.push_back(grammar::SpelledNumbers(t));
-    derived.push_back(grammar::SpokenDatesAndTimes(t, today));
+    if (currency_codes) add_codes(said::SpokenCurrencyCodes(t), currency_values_);
+    if (language_codes) add_codes(said::SpokenLanguageCodes(t), language_values_);
+    derived.push_back(said::SpelledNumbers(t));
+    derived.push_back(said::SpokenDatesAndTimes(t, today));
     // Format strings take these whole: a date said with a time also makes a date-time.
     std::vector<std::string> dates, times;
     std::istringstream words(derived.back());
@@ -168,25 +169,25 @@ void TurnEvidence::Recompute(std::string_view facts, std::span<const std::string
   // conversation does not say is dropped from the envelope.
   said_numbers_.clear();
   for (std::string_view s : segments) {
-    const std::vector<double> n = grammar::WrittenNumbers(s);
+    const std::vector<double> n = said::WrittenNumbers(s);
     said_numbers_.insert(said_numbers_.end(), n.begin(), n.end());
   }
   // Quantities said with a unit, in each unit-declaring argument's unit.
-  std::vector<grammar::Quantity> quantities;
+  std::vector<said::Quantity> quantities;
   for (const std::string& t : texts_) {
-    const std::vector<grammar::Quantity> q = grammar::SpokenQuantities(t);
+    const std::vector<said::Quantity> q = said::SpokenQuantities(t);
     quantities.insert(quantities.end(), q.begin(), q.end());
   }
   for (size_t k = 0; k < unit_nodes_.size(); ++k) {
     std::vector<std::string>& values = unit_node_values_[k];
     values.clear();
     const bool integer = grammar_->nodes[unit_nodes_[k].first].integer;
-    for (const grammar::Quantity& q : quantities) {
-      std::string v = grammar::QuantityIn(q, unit_nodes_[k].second, integer);
+    for (const said::Quantity& q : quantities) {
+      std::string v = said::QuantityIn(q, unit_nodes_[k].second, integer);
       if (!v.empty() && std::find(values.begin(), values.end(), v) == values.end()) values.push_back(std::move(v));
     }
     for (const std::string& v : values) {
-      const std::vector<double> n = grammar::WrittenNumbers(v);
+      const std::vector<double> n = said::WrittenNumbers(v);
       said_numbers_.insert(said_numbers_.end(), n.begin(), n.end());
     }
   }

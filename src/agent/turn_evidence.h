@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grammar/copy_source.h"  // CopySource
-#include "grammar/quantities.h"   // Unit
+#include "said/quantities.h"   // Unit
 #include "grammar/tool_grammar.h"  // ToolGrammar, Node
 
 namespace needle {
@@ -72,7 +72,7 @@ class TurnEvidence {
   std::shared_ptr<const grammar::ToolGrammar> grammar_;
   // Set with the tools.
   std::vector<std::pair<uint32_t, std::string_view>> described_formats_;  // node, "date" / "time" / "currency-code" / "language-code"
-  std::vector<std::pair<uint32_t, grammar::Unit>> unit_nodes_;          // number node, its declared unit
+  std::vector<std::pair<uint32_t, said::Unit>> unit_nodes_;          // number node, its declared unit
   std::vector<uint32_t> id_nodes_;                                      // string nodes naming an identifier
   // Per turn.
   std::vector<std::string> texts_;     // newest last

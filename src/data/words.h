@@ -15,12 +15,6 @@ namespace needle::data {
 // ---- number words ------------------------------------------------------------
 // 0 <= n < 10^9: "twenty-five", "one hundred and five" (and = British style).
 std::string NumberWords(long long n, bool hyphen = true, bool british_and = false);
-// Every number spelled out in `text` ("twenty five", "a hundred", "twelve
-// thousand three hundred") as a value; a lone "a"/"an" is not a number.
-std::vector<long long> ParseNumberWords(std::string_view text);
-// Every number written with digits in `text`: "12", "12,500", "3.75", "-4",
-// "7:30" gives 7 and 30. Thousands separators are removed.
-std::vector<double> ParseDigitNumbers(std::string_view text);
 // "1st", "2nd", "3rd", "14th".
 std::string Ordinal(int n);
 

@@ -1,8 +1,8 @@
-#include "grammar/codes.h"
+#include "said/codes.h"
 
 #include <gtest/gtest.h>
 
-namespace needle::grammar {
+namespace needle::said {
 namespace {
 
 TEST(Codes, CurrenciesSaidByNameSymbolOrCode) {
@@ -50,4 +50,4 @@ TEST(Codes, ArgumentsAskingForACode) {
 }
 
 }  // namespace
-}  // namespace needle::grammar
+}  // namespace needle::said

@@ -1,10 +1,10 @@
-#include "grammar/codes.h"
+#include "said/codes.h"
 
 #include <algorithm>
 #include <cctype>
 #include <vector>
 
-namespace needle::grammar {
+namespace needle::said {
 
 namespace {
 
@@ -240,4 +240,4 @@ std::string_view CodeFormatNamedBy(std::string_view name, std::string_view descr
   return "";
 }
 
-}  // namespace needle::grammar
+}  // namespace needle::said

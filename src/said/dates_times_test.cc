@@ -1,8 +1,8 @@
-#include "grammar/dates_times.h"
+#include "said/dates_times.h"
 
 #include <gtest/gtest.h>
 
-namespace needle::grammar {
+namespace needle::said {
 namespace {
 
 const CivilDate kToday = ParseIsoDate("2026-02-12 (Thursday)");
@@ -30,7 +30,9 @@ TEST(DatesTimes, ReadsDatesSaidInWords) {
       {"a meeting for 22 September 2026 at 4:30 pm!", "2026-09-22 16:30"},
       {"set up a call on 21 april 2024 at 05:45!", "2024-04-21 05:45"},
       {"the 6th of May 2027", "2027-05-06"},
-      {"How active was I on Aug 16?", "2026-08-16"},  // the year of today
+      {"How active was I on Aug 16?", "2026-08-16"},  // the next Aug 16
+      {"dentist on January 5", "2027-01-05"},           // already past this year: next year's
+      {"the 12th of February", "2026-02-12"},           // today itself
       {"sep 11 2027 at 22:00", "2027-09-11 22:00"},
       {"Weather forecast Cologne tomorrow", "2026-02-13"},
       {"the day after tomorrow", "2026-02-14"},
@@ -40,7 +42,23 @@ TEST(DatesTimes, ReadsDatesSaidInWords) {
       {"in March", ""},
   };
   for (const auto& [text, want] : cases) EXPECT_EQ(SpokenDatesAndTimes(text, kToday), want) << text;
+  // Weekdays and day counts from today (a Thursday).
+  const std::pair<const char*, const char*> relative[] = {
+      {"book it for Friday", "2026-02-13"},
+      {"on saturday at 9 pm", "2026-02-14 21:00"},
+      {"this Monday", "2026-02-16"},
+      {"next Thursday", "2026-02-19"},  // today's weekday: a week ahead
+      {"last Tuesday", "2026-02-10"},
+      {"in 3 days", "2026-02-15"},
+      {"in three days at 7 pm", "2026-02-15 19:00"},
+      {"in a week", "2026-02-19"},
+      {"in 2 weeks", "2026-02-26"},
+      {"in 3 hours", ""},
+      {"in the days ahead", ""},
+  };
+  for (const auto& [text, want] : relative) EXPECT_EQ(SpokenDatesAndTimes(text, kToday), want) << text;
   // Without today: no relative days, no dates without a year.
+  EXPECT_EQ(SpokenDatesAndTimes("Friday, in 3 days", CivilDate{}), "");
   EXPECT_EQ(SpokenDatesAndTimes("tomorrow, Aug 16 or Aug 17 2025", CivilDate{}), "2025-08-17");
 }
 
@@ -77,4 +95,4 @@ TEST(DatesTimes, ReadsTheFormatADescriptionSpells) {
 }
 
 }  // namespace
-}  // namespace needle::grammar
+}  // namespace needle::said

@@ -1,11 +1,11 @@
-#include "grammar/quantities.h"
+#include "said/quantities.h"
 
 #include <cmath>
 #include <cstdio>
 
-#include "grammar/copy_source.h"  // FindSpelledNumbers
+#include "said/numbers.h"  // FindSpelledNumbers
 
-namespace needle::grammar {
+namespace needle::said {
 namespace {
 
 struct UnitWord {
@@ -272,4 +272,4 @@ std::string QuantityIn(const Quantity& q, const Unit& unit, bool integer) {
   return s;
 }
 
-}  // namespace needle::grammar
+}  // namespace needle::said

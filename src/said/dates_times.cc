@@ -1,11 +1,11 @@
-#include "grammar/dates_times.h"
+#include "said/dates_times.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <vector>
 
-namespace needle::grammar {
+namespace needle::said {
 
 namespace {
 
@@ -118,9 +118,20 @@ int HourWord(const std::string& w) {
 
 bool IsOrdinalSuffix(const std::string& w) { return w == "st" || w == "nd" || w == "rd" || w == "th"; }
 
+// Monday 0 ... Sunday 6; -1 for another word. Full names only ("sat", "sun"
+// and "wed" are words of their own).
+int WeekdayOf(const std::string& w) {
+  static constexpr const char* kDays[] = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
+  for (int d = 0; d < 7; ++d)
+    if (w == kDays[d]) return d;
+  return -1;
+}
+
+int WeekdayOf(CivilDate d) { return int(((DaysFromCivil(d.year, d.month, d.day) % 7) + 10) % 7); }  // 1970-01-01 was a Thursday
+
 class Reader {
  public:
-  Reader(std::vector<Token> t, CivilDate today) : t_(std::move(t)), today_(today) {}
+  Reader(std::vector<Token> t, CivilDate today, bool bare_hours) : t_(std::move(t)), today_(today), bare_hours_(bare_hours) {}
 
   std::string Read() {
     for (size_t i = 0; i < t_.size(); ++i) {
@@ -167,10 +178,16 @@ class Reader {
     const int y = Number(i);
     return y >= 1900 && y <= 2199 ? y : 0;
   }
-  // The year after a day or month at i, else today's (0 when unknown).
-  int YearOrToday(size_t i) const {
-    if (const int y = Year(i)) return y;
-    return today_.valid() ? today_.year : 0;
+  // A date with the year at i, or said without one: the first such day on
+  // or after today ("March 14" in December is next March), as the generator
+  // means it; nothing without today.
+  void AddDateYearAt(size_t i, int m, int d) {
+    if (const int y = Year(i)) return AddDate(y, m, d);
+    if (!today_.valid()) return;
+    for (int y : {today_.year, today_.year + 1}) {
+      if (m < 1 || m > 12 || d < 1 || d > DaysInMonth(y, m)) continue;
+      if (DaysFromCivil(y, m, d) >= DaysFromCivil(today_.year, today_.month, today_.day)) return AddDate(y, m, d);
+    }
   }
 
   bool TryDate(size_t i) {
@@ -180,7 +197,7 @@ class Reader {
       size_t j = i + 1 + Word(i + 1, "the");
       int d = 0;
       if (const size_t k = Day(j, &d)) {
-        if (const int y = YearOrToday(k)) AddDate(y, m, d);
+        AddDateYearAt(k, m, d);
         return true;
       }
       return false;
@@ -190,7 +207,7 @@ class Reader {
     if (const size_t k = Day(i, &d)) {
       const size_t j = k + Word(k, "of");
       if (j < t_.size() && t_[j].kind == Token::kWord && MonthOf(t_[j].word)) {
-        if (const int y = YearOrToday(j + 1)) AddDate(y, MonthOf(t_[j].word), d);
+        AddDateYearAt(j + 1, MonthOf(t_[j].word), d);
         return true;
       }
     }
@@ -207,6 +224,19 @@ class Reader {
       offset = (i >= 2 && Word(i - 1, "after") && Word(i - 2, "day")) ? 2 : 1;
     } else if (w == "yesterday") {
       offset = (i >= 2 && Word(i - 1, "before") && Word(i - 2, "day")) ? -2 : -1;
+    } else if (const int wd = WeekdayOf(w); wd >= 0) {
+      // "Friday", "on Friday", "this Friday", "next Friday": the next one (a
+      // week ahead on a Friday); "last Friday": the one before.
+      const int ahead = (wd - WeekdayOf(today_) + 7) % 7;
+      offset = i >= 1 && Word(i - 1, "last") ? ahead - 7 : ahead == 0 ? 7 : ahead;
+    } else if (w == "in" && i + 2 < t_.size()) {
+      // "in 3 days", "in three days", "in a week", "in 2 weeks"
+      int n = Number(i + 1);
+      if (n < 0 && t_[i + 1].kind == Token::kWord) n = Word(i + 1, "a") || Word(i + 1, "an") ? 1 : HourWord(t_[i + 1].word);
+      const bool days = Word(i + 2, "day") || Word(i + 2, "days"), weeks = Word(i + 2, "week") || Word(i + 2, "weeks");
+      if (n <= 0 || n > 366 || !(days || weeks)) return false;
+      offset = weeks ? 7 * n : n;
+      consumed_ = i + 3;  // the number is the phrase's, not an hour
     } else {
       return false;
     }
@@ -255,11 +285,12 @@ class Reader {
     if (t.kind != Token::kWord) {
       // "9 pm", "8 o'clock"
       const int h = HourAt(i);
-      if (!h) return;
-      if (const int mer = Meridiem(i + 1)) {
-        AddHour(h, 0, mer, false);
-      } else if (Word(i + 1, "o'clock") || Word(i + 1, "oclock")) {
+      if (h && Meridiem(i + 1)) {
+        AddHour(h, 0, Meridiem(i + 1), false);
+      } else if (h && (Word(i + 1, "o'clock") || Word(i + 1, "oclock"))) {
         AddHour(h, 0, Meridiem(i + 2), true);
+      } else if (t.kind == Token::kNumber && t.value >= 0 && t.value <= 23 && (bare_hours_ || (i >= 1 && Word(i - 1, "at")))) {
+        AddTime(t.value, 0);  // "at 8" -> 08:00, "at 14" -> 14:00: an hour as written
       }
       return;
     }
@@ -293,6 +324,7 @@ class Reader {
 
   std::vector<Token> t_;
   CivilDate today_;
+  bool bare_hours_;
   std::vector<std::string> values_;
   size_t consumed_ = 0;  // tokens before this belong to a phrase already read
 };
@@ -317,8 +349,8 @@ CivilDate ParseIsoDate(std::string_view text) {
 
 CivilDate AddDays(CivilDate d, int days) { return CivilFromDays(DaysFromCivil(d.year, d.month, d.day) + days); }
 
-std::string SpokenDatesAndTimes(std::string_view text, CivilDate today) {
-  return Reader(Tokens(text), today.valid() ? today : CivilDate{}).Read();
+std::string SpokenDatesAndTimes(std::string_view text, CivilDate today, bool bare_hours) {
+  return Reader(Tokens(text), today.valid() ? today : CivilDate{}, bare_hours).Read();
 }
 
 std::string_view FormatNamedBy(std::string_view description) {
@@ -334,4 +366,4 @@ std::string_view FormatNamedBy(std::string_view description) {
   return date == time ? std::string_view() : date ? "date" : "time";
 }
 
-}  // namespace needle::grammar
+}  // namespace needle::said

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-namespace needle::grammar {
+namespace needle::said {
 
 // The currency codes `text` says, upper case, separated by spaces, in the
 // order said, each once; "" when it says none.
@@ -46,4 +46,4 @@ std::string SpokenLanguageCodes(std::string_view text);
 // and "" when the description also allows a name ("Currency code or name").
 std::string_view CodeFormatNamedBy(std::string_view name, std::string_view description);
 
-}  // namespace needle::grammar
+}  // namespace needle::said

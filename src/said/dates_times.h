@@ -8,21 +8,26 @@
 //
 // Read (English, case-insensitive):
 //   dates  "September 6, 2025", "Sep 6 2025", "june 22nd, 2026", "6 September
-//          2025", "the 6th of May 2025"; without a year ("Aug 16") the year
-//          of `today`; "today", "tonight", "tomorrow", "yesterday", "the day
-//          after tomorrow" counted from `today`; ISO dates as written.
+//          2025", "the 6th of May 2025"; without a year ("Aug 16") the first
+//          such day on or after `today`; "today", "tonight", "tomorrow",
+//          "yesterday", "the day after tomorrow", a weekday ("Friday", "on
+//          Friday", "this Friday": the next one, a week ahead on a Friday;
+//          "last Friday": the one before) and "in 3 days" / "in three days" /
+//          "in a week" / "in 2 weeks", counted from `today`; ISO dates as
+//          written. The data generator means these forms this way, so the
+//          model and its evidence gate (data/evidence.h) read them as one.
 //   times  "7:45" -> 07:45, "1:15pm" / "1:15 p.m." -> 13:15, "9 pm" -> 21:00,
 //          "half past 6 pm" -> 18:30, "quarter to seven in the evening" ->
 //          18:45, "noon", "midnight", "8 o'clock"; an hour said without am/pm
 //          in words ("half past 9") gives both readings (09:30 and 21:30).
-// Not read: weekdays ("on Monday" may be the last or the next one), numeric
-// dates other than ISO ("03/04/2025" depends on the locale), ranges.
+// Not read: numeric dates other than ISO ("03/04/2025" depends on the
+// locale), "next week" and other spans, ranges.
 #pragma once
 
 #include <string>
 #include <string_view>
 
-namespace needle::grammar {
+namespace needle::said {
 
 struct CivilDate {
   int year = 0, month = 0, day = 0;  // 0 = unknown
@@ -38,7 +43,10 @@ CivilDate AddDays(CivilDate d, int days);
 // The dates and times `text` says, written as above and separated by
 // spaces, in the order said; "" when it says none. `today` may be invalid:
 // then relative days and dates without a year are not read.
-std::string SpokenDatesAndTimes(std::string_view text, CivilDate today);
+// An hour said as a bare number after "at" ("at 8" -> 08:00, "at 14" ->
+// 14:00) is read as written; with `bare_hours` any number 0-23 is (the
+// evidence gate's reading: whatever clock time a request may mean).
+std::string SpokenDatesAndTimes(std::string_view text, CivilDate today, bool bare_hours = false);
 
 // The format a string argument's description asks for when its schema
 // declares none: "date" where it spells the layout YYYY-MM-DD, "time" where
@@ -48,4 +56,4 @@ std::string SpokenDatesAndTimes(std::string_view text, CivilDate today);
 // writes the dates and times said as that layout, as for a declared format.
 std::string_view FormatNamedBy(std::string_view description);
 
-}  // namespace needle::grammar
+}  // namespace needle::said

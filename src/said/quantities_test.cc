@@ -1,8 +1,8 @@
-#include "grammar/quantities.h"
+#include "said/quantities.h"
 
 #include <gtest/gtest.h>
 
-namespace needle::grammar {
+namespace needle::said {
 namespace {
 
 // The quantities `text` says, written in `unit` (integers where whole), space-separated.
@@ -94,4 +94,4 @@ TEST(Quantities, DeclaredUnits) {
 }
 
 }  // namespace
-}  // namespace needle::grammar
+}  // namespace needle::said

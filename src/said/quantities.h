@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-namespace needle::grammar {
+namespace needle::said {
 
 enum class Dimension : uint8_t { kNone, kDuration, kLength };
 
@@ -53,4 +53,4 @@ std::vector<Quantity> SpokenQuantities(std::string_view text);
 // needs more than 4 decimals (5 minutes in hours).
 std::string QuantityIn(const Quantity& q, const Unit& unit, bool integer);
 
-}  // namespace needle::grammar
+}  // namespace needle::said
