@@ -1,5 +1,5 @@
 // Helpers of the session tests (session_test.cc, call_decoder_test.cc,
-// reasoning_test.cc, naming_test.cc): small random-weight sessions, the
+// reasoning_test.cc, turn_stages_test.cc): small random-weight sessions, the
 // embedded default model, and checks of a rule on and off.
 #pragma once
 
