@@ -96,13 +96,13 @@ Evidence Evidence::From(const std::string& text, std::optional<Date> today) {
   // Dates and times as the agent reads them (one reader, said/dates_times.h).
   const said::CivilDate day = today ? said::CivilDate{today->y, today->m, today->d} : said::CivilDate{};
   const std::string values = said::SpokenDatesAndTimes(text, day, /*bare_hours=*/true);
-  std::string_view said = values;
-  while (!said.empty()) {
-    const size_t space = said.find(' ');
-    const std::string_view v = said.substr(0, space);
+  std::string_view rest = values;
+  while (!rest.empty()) {
+    const size_t space = rest.find(' ');
+    const std::string_view v = rest.substr(0, space);
     if (v.size() == 10) ev.dates.insert(std::string(v));
     if (v.size() == 5) ev.times.insert(std::string(v));
-    said = space == std::string_view::npos ? std::string_view() : said.substr(space + 1);
+    rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
   }
   return ev;
 }
