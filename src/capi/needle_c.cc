@@ -54,13 +54,14 @@ int Guard(Fn&& fn) {
 }
 
 // Copies `s` with its NUL, or fails without writing past out[0].
-int WriteOut(const std::string& s, char* out, int cap, const char* what = "envelope") {
+// `what` names the result in the message (for an envelope: that the turn happened).
+constexpr const char* kEnvelope = "envelope (the turn was processed; needle_last_envelope returns it)";
+int WriteOut(const std::string& s, char* out, int cap, const char* what = kEnvelope) {
   if (!out || cap <= 0) return Fail(NEEDLE_E_ARGUMENT, "output buffer is NULL or has no capacity");
   if (s.size() + 1 > size_t(cap)) {
     out[0] = '\0';
     return Fail(NEEDLE_E_BUFFER, "output buffer of " + std::to_string(cap) + " bytes is too small for the " +
-                                     std::to_string(s.size() + 1) + "-byte " + what +
-                                     (std::string(what) == "envelope" ? " (the turn was processed; needle_last_envelope returns it)" : ""));
+                                     std::to_string(s.size() + 1) + "-byte " + what);
   }
   std::memcpy(out, s.data(), s.size() + 1);
   return static_cast<int>(s.size());
