@@ -1,0 +1,230 @@
+// The request's phrasing: a template that fits the tool, the typing style, and
+// the assembly of the text around the values (wrappers, openers, closers,
+// case, typos, punctuation).
+#include "data/generator_internal.h"  // Build
+#include "data/names.h"               // HumanizeName
+#include "data/words.h"               // Lower, TidySpaces, Typo
+
+namespace needle::data {
+
+namespace {
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '(' || c == ')' || c == '[' || c == ']' || c == '{' || c == '}' || c == '|' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// A date's "on " reads wrong after "for", "by", "due", ":" and the like.
+bool LeadFits(const std::vector<Piece>& before) {
+  std::string prev;
+  for (auto it = before.rbegin(); it != before.rend() && prev.size() < 24; ++it) prev = it->text + prev;
+  const std::string t = Trim(prev);
+  if (t.empty()) return true;
+  const char last = t.back();
+  if (last == ':' || last == '=' || last == '(' || last == ',' || last == '-') return false;
+  const std::vector<std::string> w = SplitWords(Lower(t));
+  static const std::set<std::string> kNo = {"for", "on", "by", "until", "due", "from", "before", "after", "of",
+                                            "to", "is", "be", "as", "at", "til", "till", "than", "since"};
+  return w.empty() || !kNo.count(w.back());
+}
+
+}  // namespace
+
+// ---- templates ----------------------------------------------------------------------------
+// `mentions_ok`: the text may mention slots the tool does not declare (passages do).
+bool Build::Fits(const Template& t, const ToolSpec& T, bool mentions_ok) const {
+  const Capability& cap = *T.cap;
+  for (const std::string& s : t.pattern.mandatory_slots())
+    if (!mentions_ok && !T.Declares(s)) return false;
+  for (const std::string& s : T.RequiredSlots()) {
+    if (t.pattern.all_slots().count(s)) continue;
+    const SlotDef* d = cap.Slot(s);
+    if (!d || !FactFill(*d)) return false;
+  }
+  for (const std::string& s : t.pattern.assigned_slots()) {
+    const ParamBinding* b = T.ForSlot(s);
+    if (b && b->rep == Rep::kCopy) return false;
+  }
+  return true;
+}
+
+const Template* Build::PickTemplate(const std::vector<Template>& list, const ToolSpec& T, bool commands_only,
+                                    bool mentions_ok) {
+  std::vector<const Template*> ok;
+  for (const Template& t : list)
+    if (t.split == split && (!commands_only || t.command) && Fits(t, T, mentions_ok)) ok.push_back(&t);
+  return ok.empty() ? nullptr : ok[rng.Below(ok.size())];
+}
+
+// A rendered request for `cap` with a fresh tool spelling (declared or not).
+bool Build::MakeRequest(const Capability& cap, bool commands_only, Request& rq, const ToolSpec** tool_out) {
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    const ToolSpec& T = MakeSpelling(cap);
+    const Template* t = PickTemplate(cap.templates, T, commands_only);
+    if (!t) continue;
+    if (!RenderRequest(cap, T, *t, rq)) continue;
+    *tool_out = &T;
+    meta.templates.push_back(t->id);
+    return true;
+  }
+  return false;
+}
+
+Style Build::DrawStyle() {
+  Style st;
+  const size_t r = rng.Below(100);
+  st.lower = r < 24;
+  st.sentence = !st.lower && r < 97;
+  const size_t t = rng.Below(100);
+  st.typos = t < 9 ? 1 : t < 12 ? 2 : 0;
+  const size_t e = rng.Below(100);
+  st.end = e < 35 ? "." : e < 90 ? "" : "!";
+  return st;
+}
+
+std::vector<Piece> Build::Pieces(const Request& rq) const {
+  std::vector<Piece> out;
+  for (const Segment& s : rq.r.segments) {
+    if (s.slot.empty()) {
+      out.push_back({s.text, false});
+      continue;
+    }
+    auto it = rq.values.find(s.slot);
+    if (it == rq.values.end() || it->second.assigned) continue;
+    if (!it->second.lead.empty() && LeadFits(out)) out.push_back({it->second.lead, false});
+    out.push_back({it->second.surface, true});
+  }
+  return out;
+}
+
+// Wraps a command ("could you ...?"), adds fillers, applies case, typos, punctuation.
+std::string Build::Assemble(std::vector<Piece> body, const Style& st, bool command, bool question) {
+  std::vector<Piece> pieces;
+  bool is_question = question;
+  if (command && rng.Chance(0.38)) {
+    const std::vector<std::string> wraps = Words("command_wrappers");
+    if (!wraps.empty()) {
+      const std::string w = rng.Pick(wraps);
+      const size_t at = w.find("{c}");
+      if (at != std::string::npos) {
+        pieces.push_back({w.substr(0, at), false});
+        pieces.insert(pieces.end(), body.begin(), body.end());
+        pieces.push_back({w.substr(at + 3), false});
+        is_question = !w.empty() && w.back() == '?';
+        body.clear();
+      }
+    }
+  }
+  if (!body.empty()) pieces = body;
+  if (rng.Chance(0.12)) {
+    const std::vector<std::string> op = Words("openers");
+    if (!op.empty()) pieces.insert(pieces.begin(), Piece{rng.Pick(op), false});
+  }
+  std::string closer;
+  if (rng.Chance(0.1)) {
+    const std::vector<std::string> cl = Words("closers");
+    if (!cl.empty()) closer = rng.Pick(cl);
+  }
+  // Case.
+  for (Piece& p : pieces)
+    if (!p.protect && st.lower) p.text = Lower(p.text);
+  // Typos in words that are not values.
+  for (int k = 0; k < st.typos; ++k) {
+    std::vector<std::pair<size_t, size_t>> spots;  // piece, word index
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      if (pieces[i].protect) continue;
+      const std::vector<std::string> w = SplitWords(pieces[i].text);
+      for (size_t j = 0; j < w.size(); ++j)
+        if (w[j].size() >= 4) spots.push_back({i, j});
+    }
+    if (spots.empty()) break;
+    const auto [pi, wi] = spots[rng.Below(spots.size())];
+    std::string& text = pieces[pi].text;
+    // Replace the wi-th word keeping the piece's spacing.
+    size_t pos = 0, count = 0;
+    while (pos < text.size()) {
+      while (pos < text.size() && text[pos] == ' ') ++pos;
+      size_t end = pos;
+      while (end < text.size() && text[end] != ' ') ++end;
+      if (end > pos && count++ == wi) {
+        text = text.substr(0, pos) + Typo(text.substr(pos, end - pos), rng) + text.substr(end);
+        break;
+      }
+      pos = end;
+    }
+  }
+  std::string q;
+  for (const Piece& p : pieces) q += p.text;
+  std::string tidy = TidySpaces(q);
+  bool kept = true;
+  for (const Piece& p : pieces)
+    if (p.protect && tidy.find(p.text) == std::string::npos) kept = false;
+  q = kept ? tidy : Trim(q);
+  // Sentence case when the request starts with words, not a value.
+  size_t first = 0;
+  while (first < pieces.size() && Trim(pieces[first].text).empty()) ++first;
+  if (st.sentence && first < pieces.size() && !pieces[first].protect) q = CapitalizeFirst(q);
+  if (!closer.empty() && st.lower) closer = Lower(closer);
+  const bool ended = !q.empty() && (q.back() == '?' || q.back() == '.' || q.back() == '!');
+  if (is_question) return q;
+  if (ended) return q + closer;
+  return q + closer + st.end;
+}
+
+// ---- generic phrasing (invented and user tools) -----------------------------------------------
+// A generic phrasing for tool T: an action phrase plus "with <param> <value>" parts.
+Template Build::GenericTemplate(const ToolSpec& T, const std::vector<std::string>& actions, bool use_synonyms) {
+  const std::vector<std::string> leads = Words("generic_leads"), forms = Words("generic_arg_forms");
+  const std::string lead = leads.empty() ? "" : rng.Pick(leads);
+  std::string text = Escape(lead) + Escape(rng.Pick(actions));
+  int k = 0;
+  std::vector<const ParamBinding*> ps;
+  for (const ParamBinding& b : T.params)
+    if (!b.slot.empty() && b.slot2.empty() && (b.required || rng.Chance(0.5))) ps.push_back(&b);
+  rng.Shuffle(ps);
+  const std::vector<std::string> object_words = SplitWords(Lower(T.cap->objects[0]));
+  for (const ParamBinding* b : ps) {
+    std::string pname = HumanizeName(b->name);
+    const SlotDef* d = T.cap->Slot(b->slot);
+    if (use_synonyms && d && !d->names.empty() && rng.Chance(0.3)) pname = HumanizeName(rng.Pick(d->names));
+    // "greenhouseRecursive" on the greenhouse tool reads as "recursive".
+    std::vector<std::string> pw = SplitWords(pname);
+    if (pw.size() > 1 && !object_words.empty() && pw[0] == object_words.back() && rng.Chance(0.7)) {
+      pw.erase(pw.begin());
+      pname.clear();
+      for (const auto& w : pw) pname += (pname.empty() ? "" : " ") + w;
+    }
+    std::string f = forms.empty() ? "with {name} {value}" : rng.Pick(forms);
+    for (int tries = 0; tries < 5 && k > 0 && StartsWith(f, "and "); ++tries) f = rng.Pick(forms);
+    if (k > 0 && StartsWith(f, "and ")) f = f.substr(4);
+    std::string part;
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (f.compare(i, 6, "{name}") == 0) part += Escape(pname), i += 5;
+      else if (f.compare(i, 7, "{value}") == 0) part += "{" + b->slot + "}", i += 6;
+      else part += Escape(std::string(1, f[i]));
+    }
+    text += (k == 0 ? " " : (k + 1 == static_cast<int>(ps.size()) && rng.Chance(0.6) ? " and " : ", ")) + part;
+    ++k;
+  }
+  const bool question = lead.find("can you") != std::string::npos || lead.find("could you") != std::string::npos;
+  if (question) text += "?";
+  Template t;
+  t.pattern = Pattern::Parse(text);
+  t.command = !question && lead.empty();
+  t.split = split;
+  t.id = "generic";
+  return t;
+}
+
+std::vector<std::string> Build::UserActions(const Capability& c, const ToolSpec& T) const {
+  std::vector<std::string> out;
+  out.push_back(HumanizeName(T.name()));
+  if (!c.does.empty()) out.push_back(c.does);
+  return out;
+}
+
+}  // namespace needle::data

@@ -1,0 +1,371 @@
+// Tools to declare: catalogue spellings or synthesised ones, distractors beside
+// the target, invented capabilities with random names, and the user's own
+// schemas (--tools).
+#include <algorithm>
+#include <cctype>
+
+#include "base/error.h"               // Error
+#include "data/generator_internal.h"  // Build
+#include "data/names.h"               // SynthesizeSpelling, SynthesizeParams, NameBucket, HumanizeName
+#include "data/words.h"               // Lower, SplitIdentifier, JoinIdentifier
+
+namespace needle::data {
+
+namespace {
+
+constexpr int kMaxTools = 8;
+
+int DrawToolCount(Rng& rng, int max_tools) {
+  static const std::vector<double> kW = {12, 14, 18, 18, 16, 10, 7, 5};
+  const std::vector<double> w(kW.begin(), kW.begin() + std::clamp(max_tools, 1, kMaxTools));
+  return static_cast<int>(rng.Weighted(w)) + 1;
+}
+
+}  // namespace
+
+bool Overlapping(const Capability& a, const Capability& b) {
+  return &a == &b || std::count(a.overlaps.begin(), a.overlaps.end(), b.id) ||
+         std::count(b.overlaps.begin(), b.overlaps.end(), a.id);
+}
+
+// Tools to declare: 1..max_tools, weighted towards 3-5.
+int Build::ToolCount() { return DrawToolCount(rng, g.opt_.max_tools); }
+
+const ToolSpec& Build::MakeSpelling(const Capability& cap, double catalogue_p) {
+  std::vector<size_t> cands;
+  for (size_t i = 0; i < cap.spellings.size(); ++i)
+    if (cap.spelling_split[i] == split && !names.count(cap.spellings[i].name())) cands.push_back(i);
+  if (!cands.empty() && rng.Chance(catalogue_p)) {
+    store.push_back(cap.spellings[cands[rng.Below(cands.size())]]);
+  } else {
+    store.push_back(SynthesizeSpelling(cap, cat, split, rng, names));
+  }
+  return store.back();
+}
+
+const ToolSpec& Build::Declare(const ToolSpec& t) {
+  names.insert(t.name());
+  declared.push_back(&t);
+  return t;
+}
+
+bool Build::IsDeclaredCap(const Capability* c) const {
+  for (const ToolSpec* t : declared)
+    if (t->cap == c) return true;
+  return false;
+}
+
+const ToolSpec* Build::DeclaredFor(const Capability* c) const {
+  for (const ToolSpec* t : declared)
+    if (t->cap == c) return t;
+  return nullptr;
+}
+
+// Adds distractors up to `total` tools: similar ones first (same group, then domain).
+void Build::AddDistractors(const std::vector<const Capability*>& primary, int total,
+                           const std::vector<const Capability*>& avoid) {
+  auto allowed = [&](const Capability* c) {
+    if (IsDeclaredCap(c) || c->domain == "extraction" || !c->session_role.empty()) return false;
+    if (no_open_ended && c->open_ended) return false;
+    for (const Capability* p : primary)
+      if (Overlapping(*p, *c)) return false;
+    for (const Capability* p : avoid)
+      if (Overlapping(*p, *c)) return false;
+    return true;
+  };
+  for (int guard = 0; static_cast<int>(declared.size()) < total && guard < 60; ++guard) {
+    const Capability* anchor = primary.empty() ? nullptr : primary[rng.Below(primary.size())];
+    const size_t r = rng.Below(100);
+    const std::vector<const Capability*>* list = &g.pool_;
+    if (anchor && r < 45 && g.by_group_.count(anchor->group)) list = &g.by_group_.at(anchor->group);
+    else if (anchor && r < 75 && g.by_domain_.count(anchor->domain)) list = &g.by_domain_.at(anchor->domain);
+    if (list->empty()) continue;
+    const Capability* c = (*list)[rng.Below(list->size())];
+    if (!allowed(c)) continue;
+    Declare(MakeSpelling(*c));
+  }
+}
+
+ojson Build::ToolsJson() {
+  ojson a = ojson::array();
+  for (const ToolSpec* t : declared) {
+    a.push_back(t->schema);
+    meta.tools.push_back(t->name());
+    meta.origins.push_back(t->origin);
+  }
+  return a;
+}
+
+// ---- invented capabilities (random names, generic phrasing) --------------------------------
+Capability& Build::Invent(const std::string& verb_in, const std::string& object_in) {
+  Capability c;
+  std::vector<std::string> verbs = Words("invented_verbs"), objects = Words("invented_objects");
+  std::string verb = verb_in, object = object_in;
+  if (verb.empty()) verb = verbs.empty() || rng.Chance(0.15) ? InventedWord(rng, 2, 2) : rng.Pick(verbs);
+  if (object.empty()) {
+    object = objects.empty() || rng.Chance(0.3) ? InventedWord(rng) : rng.Pick(objects);
+    if (rng.Chance(0.25)) object = InventedWord(rng, 1, 2) + " " + object;
+  }
+  c.id = "invented:" + verb + "_" + object;
+  c.domain = "invented";
+  c.group = "invented";
+  c.does = verb + " the " + object;
+  c.verbs = {verb};
+  c.objects = {object};
+  // 1-4 parameters of distinct kinds.
+  std::vector<const SlotDef*> kinds;
+  for (const SlotDef& s : cat.invented_params) kinds.push_back(&s);
+  rng.Shuffle(kinds);
+  const size_t n = std::min<size_t>(kinds.size(), 1 + rng.Weighted({30, 35, 25, 10}));
+  bool any_required = false;
+  for (size_t i = 0; i < n; ++i) {
+    SlotDef s = *kinds[i];
+    s.required = rng.Chance(0.6);
+    any_required = any_required || s.required;
+    if (s.kind == SlotKind::kEnum && rng.Chance(0.35)) {
+      // Values nobody has seen.
+      s.values.clear();
+      const int k = static_cast<int>(rng.Range(2, 4));
+      std::set<std::string> seen;
+      while (static_cast<int>(s.values.size()) < k) {
+        const std::string w = InventedWord(rng, 1, 2);
+        if (!seen.insert(w).second) continue;
+        s.values.push_back(EnumValue{w, {w}, {}});
+      }
+      s.bool_true.clear();
+      s.reps = {"enum"};
+    }
+    c.slots.push_back(s);
+  }
+  if (!any_required) c.slots[0].required = true;
+  owned.push_back(std::move(c));
+  return owned.back();
+}
+
+// Tool for an invented capability: name from its words, parameters synthesised.
+const ToolSpec& Build::InventedTool(Capability& c) {
+  ToolSpec t;
+  t.cap = &c;
+  t.origin = "invented";
+  std::vector<std::string> words = SplitIdentifier(c.verbs[0]);
+  for (const auto& w : SplitWords(c.objects[0])) words.push_back(w);
+  static const CaseStyle kStyles[] = {CaseStyle::kSnake, CaseStyle::kCamel, CaseStyle::kSnake,
+                                      CaseStyle::kPascal, CaseStyle::kKebab, CaseStyle::kCamel};
+  CaseStyle style = kStyles[rng.Below(std::size(kStyles))];
+  std::string name;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    name = JoinIdentifier(words, style);
+    if (rng.Chance(0.3)) name = JoinIdentifier({InventedWord(rng, 1, 2)}, CaseStyle::kSnake) + "_" + name;
+    if (rng.Chance(0.05)) name = "tool_" + std::to_string(rng.Range(1, 99));
+    if (NameBucket(name) == split && !names.count(name) && !cat.catalogue_names.count(name)) break;
+    style = kStyles[rng.Below(std::size(kStyles))];
+  }
+  t.schema = ojson::object();
+  t.schema["name"] = name;
+  std::vector<std::string> pats = Words("tool_description_patterns");
+  std::string d = pats.empty() ? "{Does}." : rng.Pick(pats);
+  for (size_t i; (i = d.find("{does}")) != std::string::npos;) d.replace(i, 6, c.does);
+  for (size_t i; (i = d.find("{Does}")) != std::string::npos;) d.replace(i, 6, CapitalizeFirst(c.does));
+  t.schema["description"] = d;
+  SynthesizeParams(t, c.slots, cat, split, rng, style, SplitWords(c.objects[0]));
+  store.push_back(std::move(t));
+  return store.back();
+}
+
+// ---- user tools (--tools) ---------------------------------------------------------------------
+namespace {
+
+// Imperative phrase from a description: "Turns on the porch light." -> "turn on the porch light".
+std::string Imperative(const std::string& description) {
+  std::string s = description.substr(0, description.find_first_of(".\n"));
+  std::vector<std::string> w = SplitWords(s);
+  if (w.empty() || w.size() > 12) return "";
+  std::string v = Lower(w[0]);
+  if (v.size() > 3 && v.back() == 's' && v != "this" && v != "does") {
+    if (EndsWith(v, "ies")) v = v.substr(0, v.size() - 3) + "y";
+    else if (EndsWith(v, "sses") || EndsWith(v, "shes") || EndsWith(v, "ches") || EndsWith(v, "xes") || EndsWith(v, "zes"))
+      v = v.substr(0, v.size() - 2);
+    else v.pop_back();
+  } else {
+    return "";
+  }
+  std::string out = v;
+  for (size_t i = 1; i < w.size(); ++i) out += " " + w[i];
+  if (out.find(" or ") != std::string::npos) return "";  // "turn the light on or off" is not one request
+  for (char c : out)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '-' || c == '\'')) return "";
+  return out;
+}
+
+// Slot for a user's property, from its type, format, enum and name.
+SlotDef UserSlot(const std::string& pname, const ojson& prop, const Catalogue& cat, const std::string& where) {
+  SlotDef s;
+  s.id = "u_" + std::to_string(StableHash(pname) % 100000);
+  s.names = {pname};
+  const std::string type = prop.contains("type") && prop["type"].is_string() ? prop["type"].get<std::string>() : "string";
+  const std::string format = prop.value("format", "");
+  const std::string lname = Lower(pname) + " " + Lower(prop.value("description", ""));
+  auto has = [&](std::initializer_list<const char*> ws) {
+    for (const char* w : ws)
+      if (lname.find(w) != std::string::npos) return true;
+    return false;
+  };
+  if (prop.contains("enum")) {
+    s.kind = SlotKind::kEnum;
+    for (const auto& v : prop["enum"]) {
+      if (!v.is_string()) throw Error(ErrorCode::kInvalidArgument, where + ": only string enums are supported");
+      const std::string d = v.get<std::string>();
+      std::string say = Lower(d);
+      for (char& c : say)
+        if (c == '_' || c == '-') c = ' ';
+      s.values.push_back(EnumValue{d, {say}, {}});
+    }
+    return s;
+  }
+  if (type == "boolean") {
+    s.kind = SlotKind::kEnum;
+    s.values = {EnumValue{"true", {"on", "yes", "true", "enabled"}, {}}, EnumValue{"false", {"off", "no", "false", "disabled"}, {}}};
+    s.bool_true = "true";
+    return s;
+  }
+  if (type == "integer" || type == "number") {
+    s.kind = type == "integer" ? SlotKind::kInt : SlotKind::kNumber;
+    s.min = prop.contains("minimum") ? prop["minimum"].get<double>() : (prop.contains("exclusiveMinimum") ? prop["exclusiveMinimum"].get<double>() + 1 : 1);
+    s.max = prop.contains("maximum") ? prop["maximum"].get<double>() : (prop.contains("exclusiveMaximum") ? prop["exclusiveMaximum"].get<double>() - 1 : s.min + 99);
+    s.has_range = true;
+    s.decimals = type == "number" ? 1 : 0;
+    s.forms = {"{n}", "{n}", "{w}"};
+    return s;
+  }
+  if (type == "array") {
+    s.kind = SlotKind::kList;
+    s.pool = "generic_text";
+    if (has({"tag", "label", "keyword"})) s.pool = "tag";
+    else if (has({"name", "people", "attendee", "recipient", "member", "participant"})) s.pool = "person";
+    else if (has({"email"})) s.pool = "email_address";
+    s.list_max = 3;
+    return s;
+  }
+  if (type != "string") throw Error(ErrorCode::kInvalidArgument, where + ": type '" + type + "' is not supported");
+  if (format == "date") return s.kind = SlotKind::kDate, s;
+  if (format == "time") return s.kind = SlotKind::kTime, s;
+  s.kind = SlotKind::kText;
+  static const std::vector<std::pair<std::vector<const char*>, const char*>> kHints = {
+      {{"email"}, "email_address"},
+      {{"phone", "number to call"}, "phone_number"},
+      {{"url", "link", "website"}, "url"},
+      {{"city", "town"}, "city"},
+      {{"address", "destination", "location", "place"}, "place_name"},
+      {{"language"}, "language"},
+      {{"currency"}, "currency"},
+      {{"color", "colour"}, "color"},
+      {{"room", "zone", "area"}, "room"},
+      {{"song", "track"}, "song"},
+      {{"artist", "band"}, "artist"},
+      {{"app"}, "app"},
+      {{"contact", "recipient", "person", "name", "user", "assignee", "owner"}, "person"},
+      {{"message", "body", "text", "content", "note", "comment"}, "message_body"},
+      {{"title", "subject", "summary"}, "event_title"},
+      {{"query", "search", "keyword", "term"}, "search_query"},
+      {{"id", "code", "number", "sku", "ref"}, "code"},
+  };
+  s.pool = "generic_text";
+  if (format == "email") s.pool = "email_address";
+  else if (format == "uri") s.pool = "url";
+  else {
+    for (const auto& [words, pool] : kHints) {
+      bool hit = false;
+      for (const char* w : words) {
+        // Whole-word match on the parameter name first.
+        for (const std::string& pw : SplitIdentifier(pname)) hit = hit || pw == w;
+      }
+      if (hit && cat.pools.count(pool)) {
+        s.pool = pool;
+        break;
+      }
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+void Generator::SetUserTools(const ojson& tools_in) {
+  const ojson& tools = tools_in.is_object() && tools_in.contains("tools") ? tools_in["tools"] : tools_in;
+  if (!tools.is_array() || tools.empty())
+    throw Error(ErrorCode::kInvalidArgument, "--tools: expected a non-empty JSON array of tool schemas");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ojson& t = tools[i];
+    const std::string where = "--tools: tool " + std::to_string(i);
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
+      throw Error(ErrorCode::kInvalidArgument, where + ": needs a string 'name'");
+    const std::string name = t["name"].get<std::string>();
+    if (!seen.insert(name).second) throw Error(ErrorCode::kInvalidArgument, where + ": duplicate name '" + name + "'");
+    const ojson params = t.contains("parameters") ? t["parameters"] : ojson{{"type", "object"}, {"properties", ojson::object()}};
+    if (!params.is_object() || params.value("type", "object") != "object")
+      throw Error(ErrorCode::kInvalidArgument, where + " '" + name + "': parameters must be a JSON Schema object");
+    user_caps_.emplace_back();
+    Capability& c = user_caps_.back();
+    c.id = "user:" + name;
+    c.domain = "user";
+    c.group = "user";
+    c.verbs = {HumanizeName(name)};
+    c.objects = {HumanizeName(name)};
+    const std::string desc = t.value("description", "");
+    c.does = Imperative(desc);
+    std::set<std::string> req;
+    if (params.contains("required"))
+      for (const auto& r : params["required"]) req.insert(r.get<std::string>());
+    ToolSpec spec;
+    spec.cap = &c;
+    spec.origin = "user";
+    spec.schema = ojson::object();
+    spec.schema["name"] = name;
+    if (t.contains("description")) spec.schema["description"] = t["description"];
+    spec.schema["parameters"] = params;
+    if (params.contains("properties")) {
+      for (const auto& [pname, prop] : params["properties"].items()) {
+        const std::string pw = where + " '" + name + "' property '" + pname + "'";
+        const std::string type = prop.contains("type") && prop["type"].is_string() ? prop["type"].get<std::string>() : "string";
+        if (type == "object" || (type == "array" && prop.contains("items") && prop["items"].value("type", "string") != "string")) {
+          if (req.count(pname)) throw Error(ErrorCode::kInvalidArgument, pw + ": required nested objects are not supported");
+          ParamBinding b;
+          b.name = pname;
+          spec.params.push_back(b);  // never filled
+          continue;
+        }
+        SlotDef s = UserSlot(pname, prop, cat_, pw);
+        s.id = "p" + std::to_string(c.slots.size());
+        s.required = req.count(pname) > 0;
+        c.slots.push_back(s);
+        ParamBinding b;
+        b.name = pname;
+        b.slot = s.id;
+        b.required = s.required;
+        if (prop.contains("minimum")) b.has_min = true, b.min = prop["minimum"].get<double>();
+        if (prop.contains("maximum")) b.has_max = true, b.max = prop["maximum"].get<double>();
+        switch (s.kind) {
+          case SlotKind::kEnum:
+            if (type == "boolean") {
+              b.rep = Rep::kBool;
+            } else {
+              b.rep = Rep::kEnum;
+              for (const auto& v : s.values) b.enum_map[v.id] = v.id;
+            }
+            break;
+          case SlotKind::kInt: b.rep = Rep::kInt; break;
+          case SlotKind::kNumber: b.rep = Rep::kNumber; break;
+          case SlotKind::kList: b.rep = Rep::kStringList; break;
+          case SlotKind::kDate: b.rep = Rep::kDate; break;
+          case SlotKind::kTime: b.rep = Rep::kTime24; break;
+          default: b.rep = Rep::kCopy; break;
+        }
+        spec.params.push_back(b);
+      }
+    }
+    user_tools_.push_back(spec);
+  }
+}
+
+}  // namespace needle::data
