@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 
 #include "agent/session.h"
 #include "args.h"
+#include "bfcl.h"
 #include "base/error.h"
 #include "commands.h"
 #include "decoding_flags.h"
@@ -113,11 +115,13 @@ struct Score {
   double bin_conf[10] = {}, bin_acc[10] = {};
   std::vector<std::pair<double, bool>> conf_exact;  // for the AUROC
 
-  TurnOutcome Add(const Envelope& e, const json& want, bool first) {
+  // exact_by_rule: the set's own judgement of the calls (BFCL's matching),
+  // in place of comparing them with `want` by value.
+  TurnOutcome Add(const Envelope& e, const json& want, bool first, std::optional<bool> exact_by_rule = std::nullopt) {
     ++turns;
     const json got = json::parse(e.function_calls.dump());
     const bool ok = e.success();
-    const bool exact = ok && SameCalls(got, want);
+    const bool exact = ok && (exact_by_rule ? *exact_by_rule : SameCalls(got, want));
     this->exact += exact;
     if (first) {
       ++first_turns, first_exact += exact;
@@ -213,6 +217,27 @@ ojson PairedReport(const PairedOutcomes& p) {
                {"ci95_points", {r1(lo), r1(hi)}}, {"mcnemar_p", std::round(p.McNemarP() * 1e4) / 1e4}};
 }
 
+// BFCL ground truth by example id, from possible_answer/ beside the data file;
+// none for a set that expects no call (live_irrelevance).
+std::map<std::string, ojson> ReadBfclTruth(const std::string& data) {
+  std::map<std::string, ojson> truth;
+  if (bfcl::ExpectsNoCall(data)) return truth;
+  const std::string path = bfcl::AnswerPathFor(data);
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorCode::kIo, data + " is a BFCL file, but its ground truth '" + path + "' cannot be opened");
+  size_t lineno = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lineno;
+    if (line.empty()) continue;
+    const ojson a = ojson::parse(line, nullptr, false);
+    if (a.is_discarded() || !a.contains("id") || !a["id"].is_string() || !a.contains("ground_truth") || !a["ground_truth"].is_array()) {
+      throw Error(ErrorCode::kInvalidJson, path + ":" + std::to_string(lineno) + ": not a ground-truth line ({\"id\", \"ground_truth\": [...]})");
+    }
+    truth[a["id"].get<std::string>()] = a["ground_truth"];
+  }
+  return truth;
+}
+
 // Earlier turns kept as a rollout's context: two windows, so the oldest token
 // the scored turn can see still has its own window of context before it.
 constexpr size_t kRolloutHistory = 512;
@@ -229,13 +254,14 @@ const char* kTraffic[] = {
 int RunEval(int argc, char** argv) {
   const char* summary =
       "Runs every example through the agent (prompt, grammar, retrieval, envelope) and\n"
-      "scores it: exact_call (same calls, arguments compared by value), tool_selection\n"
+      "scores it: exact_call (same calls, arguments compared by value; BFCL files by\n"
+      "BFCL's own matching, ground truth read from possible_answer/ beside them), tool_selection\n"
       "(same tool names), refusal precision/recall, schema_valid, confidence ECE and AUROC. Session\n"
       "examples (`turns`) are played turn by turn with the gold tool results. With\n"
       "--long-session N each single-turn example is asked at turn 1 and again after N\n"
       "turns of other traffic in the same session, and the two are compared case by case\n"
       "(cases lost and gained, the difference with its 95% interval, McNemar's exact p).";
-  std::vector<FlagSpec> flags = {{"data", "FILE", "JSONL examples (required)"},
+  std::vector<FlagSpec> flags = {{"data", "FILE", "JSONL examples, or a BFCL data file (required)"},
                                  {"model", "FILE", "model archive (default: $NEEDLE_MODEL, else the embedded model)"},
                                  {"limit", "N", "first N examples only"},
                                  {"jobs", "K", "sessions evaluated in parallel (default 1)"},
@@ -257,12 +283,23 @@ int RunEval(int argc, char** argv) {
     std::string line;
     size_t lineno = 0;
     const long long limit = args.GetInt("limit", -1);
+    std::optional<std::map<std::string, ojson>> bfcl_truth;  // BFCL ground truth by id, read at the first BFCL line
     while (std::getline(in, line) && (limit < 0 || (long long)examples.size() < limit)) {
       ++lineno;
       if (line.empty()) continue;
       auto j = ojson::parse(line, nullptr, false);
+      if (!j.is_discarded() && bfcl::IsBfclLine(j)) {
+        if (!bfcl_truth) bfcl_truth = ReadBfclTruth(data);
+        const std::string id = j.value("id", std::string());
+        const auto t = bfcl_truth->find(id);
+        if (!bfcl::ExpectsNoCall(data) && t == bfcl_truth->end()) {
+          throw Error(ErrorCode::kInvalidArgument, data + ":" + std::to_string(lineno) + ": no ground truth for '" + id + "' in " + bfcl::AnswerPathFor(data));
+        }
+        examples.push_back(bfcl::ToExample(j, t == bfcl_truth->end() ? ojson::array() : t->second));
+        continue;
+      }
       if (j.is_discarded() || !j.is_object() || !j.contains("query") || !j.contains("tools")) {
-        throw Error(ErrorCode::kInvalidJson, data + ":" + std::to_string(lineno) + ": not an example (JSON with query and tools)");
+        throw Error(ErrorCode::kInvalidJson, data + ":" + std::to_string(lineno) + ": not an example (JSON with query and tools, or a BFCL line)");
       }
       examples.push_back(std::move(j));
     }
@@ -297,8 +334,17 @@ int RunEval(int argc, char** argv) {
       Session s(model, opt);
       size_t turn = 0;
       auto record = [&](const Envelope& e, const ojson& want, bool first, Score& sc, const std::string& q) {
-        const TurnOutcome o = sc.Add(e, json::parse(want.dump()), first);
+        // BFCL examples are judged by BFCL's rules (acceptable values, optional arguments).
+        std::optional<bool> by_rule;
+        std::string mismatch;
+        if (ex.contains("bfcl") && e.success()) {
+          by_rule = bfcl::Matches(json::parse(ex["bfcl"]["functions"].dump()), json::parse(e.function_calls.dump()),
+                                  json::parse(ex["bfcl"]["truth"].dump()), &mismatch);
+        }
+        const TurnOutcome o = sc.Add(e, json::parse(want.dump()), first, by_rule);
         ojson rec{{"index", i}, {"turn", turn++}, {"input", q}, {"exact", o.exact}, {"want", want}, {"got", e.ToJson()}};
+        if (ex.contains("bfcl")) rec["bfcl_id"] = ex["bfcl"]["id"];
+        if (!mismatch.empty()) rec["mismatch"] = mismatch;
         // The tools ranked for the last query (head cosine + lexical share, and the cosine alone), best first.
         if (const std::vector<float>& sc = s.tool_scores(); !sc.empty() && sc.size() == s.tools().size()) {
           std::vector<size_t> order(sc.size());
