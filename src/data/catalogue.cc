@@ -1,4 +1,5 @@
 #include "data/catalogue.h"
+#include "data/decontaminate.h"
 
 #include <algorithm>
 #include <cmath>
@@ -621,6 +622,7 @@ Catalogue Catalogue::Load(const std::string& dir) {
   Catalogue cat;
   cat.dir = dir;
   cat.caps.reserve(1024);  // ToolSpec::cap points into this vector
+  cat.held_out_requests = EvaluationRequests(dir + "/eval");
   // Pools first (capabilities name them).
   for (const std::string& f : JsonFiles(dir + "/pools")) {
     const ojson j = ReadJsonFile(f);

@@ -167,6 +167,7 @@ struct Catalogue {
   std::vector<FollowUp> followups;
   std::set<std::string> catalogue_names;    // every catalogue spelling's tool name
   std::vector<SlotDef> invented_params;     // parameter kinds for invented capabilities
+  std::set<std::string> held_out_requests;  // eval/'s requests, normalised: never generated (data/decontaminate.h)
 
   // Loads and checks every file; throws needle::Error naming the file and field.
   static Catalogue Load(const std::string& dir);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/error.h"               // Error
+#include "data/decontaminate.h"        // AsksAnyOf
 #include "data/generator_internal.h"  // Build
 #include "data/names.h"               // HumanizeName
 #include "data/words.h"               // Trim, CapitalizeFirst, kWeekdayNames
@@ -20,9 +21,10 @@ bool HasDateSlot(const Capability& c) {
 
 }  // namespace
 
-Build::Build(const Generator& gen, uint64_t index)
+Build::Build(const Generator& gen, uint64_t index, int draw)
     : g(gen), cat(gen.cat_), split(gen.opt_.split),
-      rng(StableHash(std::to_string(gen.opt_.seed) + "/" + SplitName(gen.opt_.split) + "/" + std::to_string(index))) {
+      rng(StableHash(std::to_string(gen.opt_.seed) + "/" + SplitName(gen.opt_.split) + "/" + std::to_string(index) +
+                     (draw ? "#" + std::to_string(draw) : ""))) {
   ctx.cat = &cat;
   ctx.split = split;
 }
@@ -358,7 +360,16 @@ Generator::Generator(const Catalogue& cat, GeneratorOptions opt) : cat_(cat), op
 }
 
 Example Generator::Generate(uint64_t index) const {
-  Build b(*this, index);
+  // Decontamination: an example that asks an evaluation request is drawn again.
+  for (int draw = 0; draw < 16; ++draw) {
+    Example ex = Draw(index, draw);
+    if (!AsksAnyOf(ex.json, cat_.held_out_requests)) return ex;
+  }
+  throw Error(ErrorCode::kInternal, "generate-data: example " + std::to_string(index) + " asked an evaluation request in 16 draws");
+}
+
+Example Generator::Draw(uint64_t index, int draw) const {
+  Build b(*this, index, draw);
   if (!user_tools_.empty()) return b.User();
   if (opt_.long_sessions) return b.Session();
   // Mixture (see docs/data-format.md): about 13% refusals overall.

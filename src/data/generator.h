@@ -64,6 +64,7 @@ class Generator {
 
  private:
   friend struct Build;
+  Example Draw(uint64_t index, int draw) const;  // one draw of Generate's
   const Catalogue& cat_;
   GeneratorOptions opt_;
   std::vector<const Capability*> targets_;     // with a template in this split

@@ -64,7 +64,9 @@ struct Build {
   std::vector<std::pair<std::string, std::string>> facts;
   bool no_open_ended = false;  // off-topic requests: a web search could serve almost anything
 
-  Build(const Generator& gen, uint64_t index);
+  // Draw `draw` of example `index` (draws after the first replace an example
+  // that asked an evaluation request).
+  Build(const Generator& gen, uint64_t index, int draw = 0);
 
   // ---- the example as a whole (generator.cc) -------------------------------------------------
   std::vector<std::string> Words(const std::string& key) const;
