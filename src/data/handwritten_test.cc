@@ -40,6 +40,8 @@ TEST(Handwritten, EveryCaseIsAValidExample) { ExpectEveryCaseValid("handwritten.
 TEST(Handwritten, EveryBlindCaseIsAValidExample) { ExpectEveryCaseValid("handwritten-blind.jsonl"); }
 TEST(Handwritten, EverySecondBlindCaseIsAValidExample) { ExpectEveryCaseValid("handwritten-blind2.jsonl"); }
 TEST(Handwritten, EveryThirdBlindCaseIsAValidExample) { ExpectEveryCaseValid("handwritten-blind3.jsonl"); }
+TEST(Handwritten, EveryFourthBlindCaseIsAValidExample) { ExpectEveryCaseValid("handwritten-blind4.jsonl"); }
+TEST(Handwritten, EveryFifthBlindCaseIsAValidExample) { ExpectEveryCaseValid("handwritten-blind5.jsonl"); }
 
 }  // namespace
 }  // namespace needle::data

@@ -426,9 +426,12 @@ SlotValue DrawValue(const SlotDef& s, const ParamBinding* b, const ValueContext&
       if (khi < klo) khi = klo;
       long long k = rng.Range(klo, khi);
       // Wide ranges: mostly everyday magnitudes (12, 250), sometimes the long tail (48,213).
+      // The magnitudes count from a lower bound above 10 (up to 10x and 100x it), so that a
+      // range such as 1,000-500,000 does not pile up at its minimum; below 10 they are 100 and 1,000.
       if (khi - klo > 1000 * scale) {
         const double r = rng.Uniform();
-        const double top = r < 0.55 ? 100 * scale : r < 0.85 ? 1000 * scale : static_cast<double>(khi);
+        const double base = std::max(10 * scale, static_cast<double>(klo));
+        const double top = r < 0.55 ? 10 * base : r < 0.85 ? 100 * base : static_cast<double>(khi);
         const long long cap = std::max(klo, std::min(khi, static_cast<long long>(top)));
         k = rng.Range(klo, cap);
       }
