@@ -20,6 +20,7 @@
 #include "train/build.h"
 #include "train/finetune.h"
 #include "train/lora.h"
+#include "train/test_fixtures.h"
 #include "train/trainer.h"
 
 namespace needle::train {
@@ -29,43 +30,11 @@ namespace fs = std::filesystem;
 
 const std::string& TempDir() { return testing::ProcessTempDir("needle-lora"); }
 
-std::vector<HeadSpec> BothHeads(const ModelConfig& c) {
-  return {DefaultHeadSpec(HeadKind::kContrastive, c), DefaultHeadSpec(HeadKind::kConfidence, c)};
-}
-
-// A base archive with both heads, byte-level tokenizer embedded. `large`:
-// weights larger than the SPEC init, so that every component moves the logits.
 std::string WriteBase(const std::string& name, const ModelConfig& c, uint64_t seed, bool large = true) {
-  ModelWeights w = RandomWeights(c, BothHeads(c), seed);
-  SplitMix64 rng(seed * 7919 + 1);
-  for (size_t i = 0; i < w.specs.size() && large; ++i) {
-    if (w.specs[i].storage != TensorStorage::kQuantized) continue;
-    for (float& v : w.tensors[i]) v = static_cast<float>(rng.Normal() * (w.specs[i].map_key == "embedding" ? 0.5 : 0.1));
-  }
-  const std::string path = TempDir() + "/" + name;
-  WriteFileAtomically(path, ExportArchive(w, ParseBitsMap("4", w.specs), ByteLevelTokenizer()));
-  return path;
+  return fixtures::WriteBase(TempDir() + "/" + name, c, seed, large);
 }
-
-// Light-switching examples, short (about 200 byte-level tokens: rows of 256):
-// one tool, varied rooms and levels; `long_ones` more with an overlong query.
 std::string WriteData(const std::string& name, int n, uint64_t seed, int long_ones = 0) {
-  static const char* const kRooms[] = {"kitchen", "bedroom", "hall", "office", "garage", "porch", "attic", "study"};
-  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(
-      R"([{"name":"light","parameters":{"type":"object","properties":{"room":{"type":"string"},"level":{"type":"integer"}}}}])");
-  SplitMix64 rng(seed);
-  const std::string path = TempDir() + "/" + name;
-  std::ofstream out(path);
-  for (int i = 0; i < n + long_ones; ++i) {
-    const std::string room = kRooms[rng.Next() % 8];
-    const int level = int(10 + rng.Next() % 80);
-    nlohmann::ordered_json ex;
-    ex["query"] = "dim " + room + " to " + std::to_string(level) + (i >= n ? std::string(300, '!') : "");
-    ex["tools"] = tools;
-    ex["answers"] = nlohmann::ordered_json::array({{{"name", "light"}, {"arguments", {{"room", room}, {"level", level}}}}});
-    out << ex.dump() << "\n";
-  }
-  return path;
+  return fixtures::WriteData(TempDir() + "/" + name, n, seed, long_ones);
 }
 
 EncodedPrompt Random(size_t n, uint32_t vocab, uint64_t seed, uint32_t sinks) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "base/error.h"
 #include "train/lora.h"
@@ -73,6 +74,39 @@ TrainBatch TrainBatch::From(const PackedRows& p, const ModelConfig& c, torch::De
   b.engram_idx = i64(p.engram_idx, {R, T, tables});
   b.engram_ok = torch::from_blob(const_cast<float*>(p.engram_ok.data()), {R, T, tables}, torch::kFloat32).clone().to(device);
   b.tap_ok = torch::from_blob(const_cast<float*>(p.tap_ok.data()), {R, T, taps}, torch::kFloat32).clone().to(device);
+  // The examples (runs of one segment id in a row), grouped by padded length.
+  struct Span {
+    int64_t at, length;
+  };
+  std::map<int64_t, std::vector<Span>> by_length;
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t t = 0; t < T;) {
+      const int64_t seg = p.seg[size_t(r * T + t)];
+      int64_t end = t + 1;
+      while (end < T && p.seg[size_t(r * T + end)] == seg) ++end;
+      if (seg > 0) {
+        const int64_t len = end - t, padded = (len + kAttentionBlock - 1) / kAttentionBlock * kAttentionBlock;
+        by_length[padded].push_back({r * T + t, len});
+      }
+      t = end;
+    }
+  }
+  const int64_t dummy = R * T;
+  for (const auto& [Lb, spans] : by_length) {
+    const size_t n = spans.size();
+    std::vector<int64_t> index(n * Lb, dummy), pos(n * Lb, 0);
+    std::vector<uint8_t> valid(n * Lb, 0), sink(n * Lb, 0);
+    for (size_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < spans[i].length; ++j) {
+        const size_t slot = i * Lb + j, tok = size_t(spans[i].at + j);
+        index[slot] = int64_t(tok), valid[slot] = 1, pos[slot] = p.pos[tok], sink[slot] = p.sink[tok];
+      }
+    }
+    auto flags = [&](const std::vector<uint8_t>& v) {
+      return torch::from_blob(const_cast<uint8_t*>(v.data()), {int64_t(n), Lb}, torch::kUInt8).clone().to(torch::kBool).to(device);
+    };
+    b.groups.push_back({i64(index, {int64_t(n), Lb}), flags(valid), i64(pos, {int64_t(n), Lb}), flags(sink)});
+  }
   return b;
 }
 
@@ -177,9 +211,7 @@ void SanImpl::Import(const CactArchive& archive) {
   }
 }
 
-torch::Tensor SanImpl::Block(const Layer& L, int64_t lora_layer, const torch::Tensor& x, const TrainBatch& b,
-                             const torch::Tensor& mask, const torch::Tensor& sink_key, const torch::Tensor& rope_q,
-                             const torch::Tensor& rope_qs, const torch::Tensor& rope_k) {
+torch::Tensor SanImpl::Block(const Layer& L, int64_t lora_layer, const torch::Tensor& x, const AttentionInputs& att) {
   const int64_t B = x.size(0), T = x.size(1), H = c_.num_heads, G = c_.num_kv_heads, hd = c_.head_dim();
   const int64_t d = c_.d_model, m = c_.hada_n(), half = hd / 2;
   // x W^T, plus the adapter's low-rank update when one is attached.
@@ -187,54 +219,80 @@ torch::Tensor SanImpl::Block(const Layer& L, int64_t lora_layer, const torch::Te
     auto y = torch::matmul(in, w.t());
     return lora_ && lora_layer >= 0 ? y + lora_->Delta(static_cast<size_t>(lora_layer), t, in) : y;
   };
+  OpFamily family("attention_projections");
   const auto h = ZcRms(x, L.norm_in);
   auto q = ZcRms(proj(LoraTarget::kQ, h, L.q_proj).view({B, T, H, hd}), L.q_norm);
   auto k = ZcRms(proj(LoraTarget::kK, h, L.k_proj).view({B, T, G, hd}), L.k_norm);
   auto v = proj(LoraTarget::kV, h, L.v_proj).view({B, T, G, hd});
-  const auto qw = Rope(q, rope_q.narrow(-1, 0, half), rope_q.narrow(-1, half, half)).transpose(1, 2);
-  const auto qs = Rope(q, rope_qs.narrow(-1, 0, half), rope_qs.narrow(-1, half, half)).transpose(1, 2);
-  auto kr = Rope(k, rope_k.narrow(-1, 0, half), rope_k.narrow(-1, half, half)).transpose(1, 2);
-  auto vt = v.transpose(1, 2);
+  const auto& rope = att.rope_q;
+  const auto qw = Rope(q, rope.narrow(-1, 0, half), rope.narrow(-1, half, half));  // [B, T, H, hd]
+  const auto qs = Rope(q, att.rope_qs.narrow(-1, 0, half), att.rope_qs.narrow(-1, half, half));
+  auto kr = Rope(k, rope.narrow(-1, 0, half), rope.narrow(-1, half, half));  // [B, T, G, hd]
   if (H != G) {
-    kr = kr.repeat_interleave(H / G, 1);
-    vt = vt.repeat_interleave(H / G, 1);
+    kr = kr.repeat_interleave(H / G, 2);
+    v = v.repeat_interleave(H / G, 2);
   }
   // Window keys see the query at its own position, sink keys the query at the
   // sink-relative position (SPEC §3): one product over concatenated halves,
-  // [qw | qs] . [k * !sink | k * sink], instead of two T x T score matrices.
+  // [qw | qs] . [k * !sink | k * sink], instead of two score matrices.
+  family.Next("attention_scores");
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-  const auto qc = torch::cat({qw, qs}, -1) * scale;
-  const auto kc = torch::cat({kr * (1 - sink_key), kr * sink_key}, -1);
-  const auto attn = torch::softmax(torch::matmul(qc, kc.transpose(-1, -2)) + mask, -1);
-  auto o = torch::matmul(attn, vt).transpose(1, 2).reshape({B, T, H * hd});
+  // Flattened to [B*T + 1, H, .]: the extra zero row is what padding slots gather.
+  auto flat = [&](const torch::Tensor& t) {
+    const auto f = t.reshape({B * T, H, t.size(-1)});
+    return torch::cat({f, torch::zeros({1, H, t.size(-1)}, f.options())}, 0);
+  };
+  const auto qc = flat(torch::cat({qw, qs}, -1) * scale);
+  const auto kc = flat(torch::cat({kr * (1 - att.sink_key), kr * att.sink_key}, -1));
+  const auto vf = flat(v);
+  std::vector<torch::Tensor> outs;
+  for (size_t g = 0; g < att.index.size(); ++g) {
+    const auto& idx = att.index[g];  // [n, Lb]
+    const int64_t n = idx.size(0), Lb = idx.size(1);
+    auto gather = [&](const torch::Tensor& f) { return f.index_select(0, idx.reshape({-1})).view({n, Lb, H, f.size(-1)}).transpose(1, 2); };
+    const auto attn = torch::softmax(torch::matmul(gather(qc), gather(kc).transpose(-1, -2)) + att.bias[g], -1);  // [n, H, Lb, Lb]
+    outs.push_back(torch::matmul(attn, gather(vf)).transpose(1, 2).reshape({n * Lb, H * hd}));
+  }
+  // Back to the rows; padding slots land on the extra row, dropped.
+  auto o = torch::zeros({B * T + 1, H * hd}, x.options());
+  if (!outs.empty()) o = o.index_add(0, att.all_index, torch::cat(outs, 0));
+  o = o.narrow(0, 0, B * T).view({B, T, H * hd});
+  family.Next("attention_projections");
   o = o * torch::sigmoid(proj(LoraTarget::kGate, h, L.gate_proj));
   const auto a = proj(LoraTarget::kOut, o, L.out_proj);
   const auto x1 = x + torch::sigmoid(L.attn_gate) * ZcRms(a, L.post_norm);
+  family.Next("hadamard_mlp");
   const auto h2 = ZcRms(x1, L.pre_hada);
   auto z = m > d ? torch::constant_pad_nd(h2, {0, m - d}) : h2;
   z = torch::matmul(z * L.d1, hadamard_);
   z = torch::matmul(torch::silu(L.d2 * z), hadamard_);
   z = (L.d3 * z).narrow(-1, 0, d);
-  (void)b;
   return x1 + z;
 }
 
 SanImpl::AttentionInputs SanImpl::MakeAttentionInputs(const TrainBatch& b, int64_t window,
                                                       const torch::TensorOptions& options) const {
-  const int64_t B = b.tokens.size(0), T = b.tokens.size(1);
-  // Packing mask (SPEC §4): same example, causal, within the window or a sink key.
-  const auto sq = b.seg.unsqueeze(2), sk = b.seg.unsqueeze(1);
-  const auto idx = torch::arange(T, b.tokens.options());
-  auto mask = (sq == sk) & (sq > 0) & (idx.unsqueeze(1) >= idx.unsqueeze(0)).unsqueeze(0);
-  if (window > 0) {
-    const auto near = (b.pos.unsqueeze(2) - b.pos.unsqueeze(1)) < window;
-    mask = mask & (near | b.sink.unsqueeze(1));
-  }
-  mask = mask | torch::eye(T, b.sink.options()).unsqueeze(0);  // padding rows attend to themselves (no NaN)
+  OpFamily family("mask_and_rope");
   AttentionInputs a;
-  // Additive bias [B, 1, T, T], built once for all layers.
-  a.bias = torch::zeros({B, 1, T, T}, options).masked_fill(mask.unsqueeze(1).logical_not(), -std::numeric_limits<float>::infinity());
-  a.sink_key = b.sink.to(torch::kFloat32).unsqueeze(1).unsqueeze(-1);  // [B, 1, T, 1]
+  // Packing mask (SPEC §4) within each example: causal, within the window or a
+  // sink key; padding slots attend to themselves (no NaN), real queries never to them.
+  std::vector<torch::Tensor> all;
+  for (const TrainBatch::AttentionGroup& g : b.groups) {
+    const int64_t Lb = g.index.size(1);
+    const auto idx = torch::arange(Lb, b.tokens.options());
+    auto visible = (idx.unsqueeze(1) >= idx.unsqueeze(0)).unsqueeze(0) & g.valid.unsqueeze(1);  // [n, Lb, Lb]
+    if (window > 0) {
+      const auto near = (g.pos.unsqueeze(2) - g.pos.unsqueeze(1)) < window;
+      visible = visible & (near | g.sink.unsqueeze(1));
+    }
+    visible = visible | torch::eye(Lb, g.valid.options()).unsqueeze(0);
+    a.bias.push_back(
+        torch::zeros(visible.sizes(), options).masked_fill(visible.logical_not(), -std::numeric_limits<float>::infinity()).unsqueeze(1));
+    a.index.push_back(g.index);
+    all.push_back(g.index.reshape({-1}));
+  }
+  a.all_index = all.empty() ? torch::zeros({0}, b.tokens.options()) : torch::cat(all, 0);
+  a.sink_key = b.sink.to(torch::kFloat32).unsqueeze(-1).unsqueeze(-1);  // [B, T, 1, 1]
   auto angles = [&](const torch::Tensor& pos) {
     const auto r = pos.to(torch::kFloat64).unsqueeze(-1) * inv_freq_;
     return torch::cat({torch::cos(r), torch::sin(r)}, -1).to(torch::kFloat32);  // [B, T, hd]
@@ -272,7 +330,7 @@ torch::Tensor SanImpl::MtpLoss(const TrainBatch& b, int64_t window, const torch:
   const auto e = ZcRms(embedding.index_select(0, next.reshape({-1})).view({B, T, d}) * std::sqrt(static_cast<double>(d)), mtp_emb_norm);
   const auto x = torch::matmul(torch::cat({hidden, e}, -1), mtp_combine.t());
   const AttentionInputs att = MakeAttentionInputs(b, window, hidden.options());
-  const auto h2 = ZcRms(Block(mtp_block, -1, x, b, att.bias, att.sink_key, att.rope_q, att.rope_qs, att.rope_q), mtp_norm);
+  const auto h2 = ZcRms(Block(mtp_block, -1, x, att), mtp_norm);
   // Position t predicts the target of position t + 1 (the token at t + 2), same example only.
   const auto t2 = torch::cat({b.targets.narrow(1, 1, T - 1), torch::full({B, 1}, int64_t(-100), b.targets.options())}, 1);
   const auto same = torch::cat({b.seg.narrow(1, 1, T - 1) == b.seg.narrow(1, 0, T - 1), torch::zeros({B, 1}, b.seg.options().dtype(torch::kBool))}, 1);
@@ -307,6 +365,7 @@ torch::Tensor SanImpl::Logits(const torch::Tensor& hidden) { return torch::matmu
 
 torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window, std::vector<torch::Tensor>* cells) {
   const int64_t B = b.tokens.size(0), T = b.tokens.size(1), d = c_.d_model, n = c_.mhc_lanes, L = c_.num_layers;
+  OpFamily family("embedding");
   const auto x0 = embedding.index_select(0, b.tokens.reshape({-1})).view({B, T, d}) * std::sqrt(static_cast<double>(d));
   auto X = x0.unsqueeze(2).expand({B, T, n, d}).contiguous();
   if (cells) cells->assign(1, x0);
@@ -315,6 +374,7 @@ torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window, std::vector<t
 
   std::vector<float> pre_off(n), post_off(n);
   for (int64_t li = 0; li < L; ++li) {
+    family.Next("mhc_lanes");
     const int64_t lane = li % n;
     for (int64_t j = 0; j < n; ++j) pre_off[j] = j == lane ? 4.0f : -4.0f, post_off[j] = j == lane ? 0.0f : -4.0f;
     const auto poff = torch::from_blob(pre_off.data(), {n}, torch::kFloat32).clone().to(X.device());
@@ -325,15 +385,18 @@ torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window, std::vector<t
     auto res = torch::matmul(nx, phi_res.view({L, n * n, n * d})[li].t()).view({B, T, n, n}) * a_res[li] + b_res[li];
     const auto hpre = torch::sigmoid(a_pre[li] * pre + b_pre[li] + poff);
     const auto hpost = 2 * torch::sigmoid(a_post[li] * post + b_post[li] + qoff);
+    family.Next("sinkhorn");
     for (int it = 0; it < 20; ++it) {
       res = res - torch::logsumexp(res, -1, true);
       res = res - torch::logsumexp(res, -2, true);
     }
     const auto hres = torch::exp(res);
+    family.Next("mhc_lanes");
     const auto u = (hpre.unsqueeze(-1) * X).sum(2);
     auto xin = u;
     for (size_t s = 0; s < sites.size(); ++s) {
       if (c_.engram_layers[s] != static_cast<uint32_t>(li)) continue;
+      family.Next("engram");
       const Site& E = sites[s];
       const int64_t tables = c_.num_engram_tables(), sub = c_.engram_sub_dim(), dil = c_.engram_dilation();
       const auto e = (E.tables.index_select(0, b.engram_idx.reshape({-1})).view({B, T, tables, sub}) * b.engram_ok.unsqueeze(-1))
@@ -350,10 +413,12 @@ torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window, std::vector<t
       const auto alpha = torch::sigmoid((RmsUnit(u) * RmsUnit(ek)).sum(-1, true) / std::sqrt(static_cast<double>(d)));
       xin = u + alpha * ev;
     }
-    const auto y = Block(layers[size_t(li)], li, xin, b, att.bias, att.sink_key, att.rope_q, att.rope_qs, att.rope_q) - u;
+    family.Next("mhc_lanes");  // the block's own ops name their families
+    const auto y = Block(layers[size_t(li)], li, xin, att) - u;
     X = MixLanes(hres, X) + hpost.unsqueeze(-1) * y.unsqueeze(2);
     if (cells) cells->push_back(X.mean(2));
   }
+  family.Next("final_norm");
   return ZcRms(X.mean(2), final_norm);
 }
 

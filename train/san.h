@@ -5,9 +5,11 @@
 // the spec's (n*d, cols) matrix).
 #pragma once
 
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/model_config.h"  // ModelConfig
@@ -20,9 +22,39 @@ namespace needle::train {
 
 class LoraImpl;  // train/lora.h
 
+// Names the op family of the code that follows, for `needle train-bench
+// --profile` (a profiler user scope: nothing is recorded when no profiler
+// runs). Next() closes one family and opens the next.
+class OpFamily {
+ public:
+  explicit OpFamily(const char* name) { Enter(name); }
+  void Next(const char* name) {
+    scope_.reset();
+    Enter(name);
+  }
+
+ private:
+  void Enter(const char* name) {
+    scope_.emplace(at::RecordScope::USER_SCOPE);
+    if (scope_->isActive()) scope_->before(name);
+  }
+  std::optional<at::RecordFunction> scope_;
+};
+
 // One packed batch as tensors (int64 / bool / float), on the module's device.
 struct TrainBatch {
   torch::Tensor tokens, seg, sink, pos, sink_qpos, targets, engram_idx, engram_ok, tap_ok;
+  // Attention is computed per example, not per row: the examples of a batch
+  // padded to a multiple of kAttentionBlock and grouped by that length, so a
+  // row of several short examples costs the sum of their squares instead of
+  // the row length's square. index [n, Lb]: token of slot j of example i in
+  // the flattened [rows * length] batch (rows * length for a padding slot);
+  // valid, pos, sink [n, Lb]: the slot's flags.
+  struct AttentionGroup {
+    torch::Tensor index, valid, pos, sink;
+  };
+  static constexpr int64_t kAttentionBlock = 64;
+  std::vector<AttentionGroup> groups;
   static TrainBatch From(const PackedRows& p, const ModelConfig& c, torch::Device device = torch::kCPU);
 };
 
@@ -89,14 +121,16 @@ class SanImpl : public torch::nn::Module {
   // Tensors in archive order (excluding the tokenizer), aligned with BuildTensorSpecs.
   std::vector<torch::Tensor*> Ordered();
   std::vector<const torch::Tensor*> Ordered() const;
-  // One Block of SPEC §1 with weights L; `lora_layer` < 0: no adapter.
-  torch::Tensor Block(const Layer& L, int64_t lora_layer, const torch::Tensor& x, const TrainBatch& b, const torch::Tensor& mask,
-                      const torch::Tensor& sink_key, const torch::Tensor& rope_q, const torch::Tensor& rope_qs,
-                      const torch::Tensor& rope_k);
-  // The packing mask as an additive bias and the RoPE angles, shared by every block.
+  // The packing mask as an additive bias per example group [n, 1, Lb, Lb],
+  // the group indices flattened (for gathering and scattering back) and the
+  // RoPE angles, shared by every block.
   struct AttentionInputs {
-    torch::Tensor bias, sink_key, rope_q, rope_qs;
+    std::vector<torch::Tensor> bias, index;
+    torch::Tensor all_index;  // the groups' indices concatenated [sum n * Lb]
+    torch::Tensor sink_key, rope_q, rope_qs;
   };
+  // One Block of SPEC §1 with weights L; `lora_layer` < 0: no adapter.
+  torch::Tensor Block(const Layer& L, int64_t lora_layer, const torch::Tensor& x, const AttentionInputs& att);
   AttentionInputs MakeAttentionInputs(const TrainBatch& b, int64_t window, const torch::TensorOptions& options) const;
 
   ModelConfig c_;

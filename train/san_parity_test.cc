@@ -9,6 +9,7 @@
 #include "model/reference_model.h"
 #include "model/testing/archives.h"
 #include "train/san.h"
+#include "train/trainer.h"
 
 namespace needle::train {
 namespace {
@@ -105,6 +106,44 @@ TEST_F(parity, BeyondSinksPlusWindow) {
   const float d = MaxDiff(logits[0].reshape({-1}), want);
   std::printf("[ parity ] 300 tokens, S=%u W=%u: max |dlogit| %.2e\n", S, W, d);
   EXPECT_LE(d, 1e-3f);
+}
+
+// Attention runs per example (TrainBatch's groups): packing examples into
+// rows must change neither the loss nor any gradient.
+TEST_F(parity, PackedRowsGiveTheGradientsOfSeparateOnes) {
+  const CactArchive archive = CactArchive::FromBytes(bytes_);
+  San model(config_, std::vector<HeadSpec>{}, 4);
+  model->Import(archive);
+  const std::vector<EncodedPrompt> examples = {Prompt(RandomIds(70, config_.vocab_size, 7), 20), Prompt(RandomIds(130, config_.vocab_size, 8), 30),
+                                               Prompt(RandomIds(20, config_.vocab_size, 9), 5)};
+  const int64_t W = 32;
+  auto grads = [&](const std::vector<EncodedPrompt>& batch, uint32_t length) {
+    const TrainBatch b = TrainBatch::From(PackExamples(batch, length, config_, W), config_);
+    for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
+    const auto loss = TargetLoss(model, b, W, torch::kSum);
+    loss.backward();
+    std::vector<torch::Tensor> g;
+    for (auto& p : model->parameters()) g.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+    return std::pair{loss.item<double>(), g};
+  };
+  const auto [packed_loss, packed] = grads(examples, 256);
+  double separate_loss = 0;
+  std::vector<torch::Tensor> separate;
+  for (const EncodedPrompt& e : examples) {
+    const auto [loss, g] = grads({e}, 256);
+    separate_loss += loss;
+    if (separate.empty()) separate = g;
+    else for (size_t i = 0; i < g.size(); ++i) separate[i] += g[i];
+  }
+  EXPECT_NEAR(packed_loss, separate_loss, 1e-3 * std::fabs(separate_loss));
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < packed.size(); ++i) {
+    worst = std::max(worst, (packed[i] - separate[i]).abs().max().item<double>());
+    scale = std::max(scale, separate[i].abs().max().item<double>());
+  }
+  std::printf("[ parity ] packed vs separate: loss %.4f / %.4f, max |dgrad| %.2e of %.2e\n", packed_loss, separate_loss, worst, scale);
+  EXPECT_GT(scale, 0.0);
+  EXPECT_LE(worst, 1e-4 * scale);
 }
 
 }  // namespace

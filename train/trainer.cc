@@ -97,6 +97,45 @@ double WarmupCosine(double lr, double min_ratio, int64_t warmup, int64_t steps, 
   return lr * (min_ratio + (1.0 - min_ratio) * cosine);
 }
 
+StepResult TrainStep(San& model, torch::optim::Optimizer& opt, const TrainBatch& b, const TrainOptions& o, StepPhases* phases,
+                     Collective* group) {
+  using Clock = std::chrono::steady_clock;
+  const bool shared = group && group->world() > 1;
+  const auto t0 = Clock::now();
+  const auto hidden = model->Hidden(b, o.window);
+  torch::Tensor main;
+  if (shared) {
+    const double targets = group->Sum((b.targets != -100).sum().item<double>());
+    main = TargetLossFromHidden(model, b, hidden, torch::kSum) / std::max(1.0, targets);
+  } else {
+    main = TargetLossFromHidden(model, b, hidden, torch::kMean);
+  }
+  auto loss = main;
+  StepResult r;
+  if (o.mtp_weight > 0) {
+    const auto m = model->MtpLoss(b, o.window, hidden) / double(shared ? group->world() : 1);
+    r.mtp_loss = m.item<double>();
+    loss = loss + o.mtp_weight * m;
+  }
+  const auto t1 = Clock::now();
+  opt.zero_grad();
+  loss.backward();
+  if (shared) group->SumGradients(model->parameters());
+  const auto t2 = Clock::now();
+  torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip);
+  opt.step();
+  const auto t3 = Clock::now();
+  // The reported loss stays the main one, over the whole batch.
+  r.loss = shared ? group->Sum(main.item<double>()) : main.item<double>();
+  if (shared && o.mtp_weight > 0) r.mtp_loss = group->Sum(r.mtp_loss);
+  if (phases) {
+    phases->forward += std::chrono::duration<double>(t1 - t0).count();
+    phases->backward += std::chrono::duration<double>(t2 - t1).count();
+    phases->optimizer += std::chrono::duration<double>(t3 - t2).count();
+  }
+  return r;
+}
+
 uint32_t RowLength(const std::vector<const EncodedPrompt*>& batch, int64_t max_len) {
   size_t longest = 1;
   for (const EncodedPrompt* e : batch) longest = std::max(longest, e->ids.size());
@@ -113,6 +152,7 @@ torch::Tensor TargetLoss(San& model, const TrainBatch& b, int64_t window, torch:
 
 torch::Tensor TargetLossFromHidden(San& model, const TrainBatch& b, const torch::Tensor& h,
                                    torch::nn::functional::CrossEntropyFuncOptions::reduction_t reduction) {
+  OpFamily family("loss");
   const auto targets = b.targets.reshape({-1});
   const auto at = (targets != -100).nonzero().squeeze(1);
   const auto logits = model->Logits(h.reshape({-1, h.size(-1)}).index_select(0, at));
@@ -182,6 +222,8 @@ torch::Device TrainingDevice(const std::string& name) {
 
 double Train(const TrainOptions& o) {
   const torch::Device device = TrainingDevice(o.device);
+  Collective group(o.ranks);
+  const bool leader = group.leader();
   torch::set_num_threads(static_cast<int>(o.threads));
   torch::manual_seed(o.seed);
   // fp32 matrix products may use TF32 on a GPU (Ampere and later): about 8x
@@ -209,7 +251,7 @@ double Train(const TrainOptions& o) {
                                                    " (it has " + ConfigToJson(was).dump() + ")");
     }
   }
-  {
+  if (leader) {
     const std::vector<uint8_t> bytes(config_text.begin(), config_text.end());
     WriteFileAtomically(config_path, bytes);
   }
@@ -218,8 +260,11 @@ double Train(const TrainOptions& o) {
   const std::vector<EncodedPrompt> train = LoadExamples(o.data, enc, o.max_len, &truncated);
   const std::vector<EncodedPrompt> val = o.val.empty() ? std::vector<EncodedPrompt>{} : LoadExamples(o.val, enc, o.max_len, nullptr);
   if (train.empty()) throw Error(ErrorCode::kInvalidArgument, "train: no examples in " + o.data);
-  std::fprintf(stderr, "train: %zu examples (%llu truncated to %lld tokens), %zu validation, %.2fM parameters\n",
-               train.size(), (unsigned long long)truncated, (long long)o.max_len, val.size(), config.ParameterCount() / 1e6);
+  if (leader) {
+    std::fprintf(stderr, "train: %zu examples (%llu truncated to %lld tokens), %zu validation, %.2fM parameters%s\n", train.size(),
+                 (unsigned long long)truncated, (long long)o.max_len, val.size(), config.ParameterCount() / 1e6,
+                 group.world() > 1 ? (", " + std::to_string(group.world()) + " ranks").c_str() : "");
+  }
 
   const std::vector<HeadSpec> heads = {DefaultHeadSpec(HeadKind::kContrastive, config), DefaultHeadSpec(HeadKind::kConfidence, config)};
   San model(config, heads, o.seed);
@@ -244,9 +289,11 @@ double Train(const TrainOptions& o) {
     step = meta[0].item<int64_t>();
     tokens_seen = static_cast<uint64_t>(meta[1].item<int64_t>());
     consumed = static_cast<uint64_t>(meta[2].item<int64_t>());
-    std::fprintf(stderr, "train: resumed from %s at step %lld\n", ckpt.c_str(), (long long)step);
+    if (leader) std::fprintf(stderr, "train: resumed from %s at step %lld\n", ckpt.c_str(), (long long)step);
   }
+  group.Broadcast(model->parameters());  // every rank starts from rank 0's weights
   auto save = [&]() {
+    if (!leader) return;
     torch::serialize::OutputArchive ar;
     model->save(ar);
     torch::serialize::OutputArchive oar;
@@ -258,7 +305,8 @@ double Train(const TrainOptions& o) {
     ModelWeights w = model->Export();
     WriteFileAtomically((fs::path(o.out) / "model.cact").string(), ExportArchive(w, ParseBitsMap(o.bits, w.specs), tok_model));
   };
-  std::ofstream log((fs::path(o.out) / "log.jsonl").string(), std::ios::app);
+  std::ofstream log;
+  if (leader) log.open((fs::path(o.out) / "log.jsonl").string(), std::ios::app);
 
   // The example stream is the concatenation of per-epoch permutations (seeded),
   // so a resumed run continues exactly where the killed one stopped.
@@ -285,50 +333,53 @@ double Train(const TrainOptions& o) {
     std::vector<EncodedPrompt> batch;
     std::vector<const EncodedPrompt*> ptrs;
     size_t tokens = 0;
-    while (tokens < size_t(o.batch_tokens) && batch.size() < train.size()) {
+    // The global batch, the same on every rank (at least one example per rank).
+    while ((tokens < size_t(o.batch_tokens) || batch.size() < size_t(group.world())) &&
+           batch.size() < std::max(train.size(), size_t(group.world()))) {
       batch.push_back(example_at(consumed++));
       tokens += batch.back().ids.size();
+    }
+    if (group.world() > 1) {  // this rank's share
+      std::vector<size_t> lengths;
+      for (const auto& e : batch) lengths.push_back(e.ids.size());
+      std::vector<EncodedPrompt> mine;
+      for (size_t i : ShareOfBatch(lengths, group.rank(), group.world())) mine.push_back(std::move(batch[i]));
+      batch = std::move(mine);
     }
     for (const auto& e : batch) ptrs.push_back(&e);
     const PackedRows rows = PackExamples(batch, RowLength(ptrs, o.max_len), config, static_cast<uint32_t>(o.window));
     const TrainBatch b = TrainBatch::From(rows, config, device);
     const double lr = LearningRate(o, step);
     for (auto& group : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-    const auto hidden = model->Hidden(b, o.window);
-    auto loss = TargetLossFromHidden(model, b, hidden, torch::kMean);
-    double mtp_loss = -1;
-    if (o.mtp_weight > 0) {
-      const auto m = model->MtpLoss(b, o.window, hidden);
-      mtp_loss = m.item<double>();
-      loss = loss + o.mtp_weight * m;  // the reported loss stays the main one
-    }
-    opt.zero_grad();
-    loss.backward();
-    torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip);
-    opt.step();
+    const StepResult r = TrainStep(model, opt, b, o, nullptr, &group);
     ++step;
-    last_loss = o.mtp_weight > 0 ? loss.item<double>() - o.mtp_weight * mtp_loss : loss.item<double>();
-    const uint64_t row_tokens = uint64_t(rows.rows) * rows.length;
+    last_loss = r.loss;
+    const double mtp_loss = r.mtp_loss;
+    const uint64_t row_tokens = static_cast<uint64_t>(group.Sum(double(rows.rows) * rows.length));
     tokens_seen += row_tokens;
     tokens_this_run += row_tokens;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     const double tps = tokens_this_run / std::max(1e-9, secs);
     const double eta = double(o.steps - step) * secs / double(step - first_step);
-    std::fprintf(stderr, "\rstep %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  ETA %.1f min   ", (long long)step,
-                 (long long)o.steps, last_loss, lr, tps, eta / 60.0);
+    if (leader) {
+      std::fprintf(stderr, "\rstep %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  ETA %.1f min   ", (long long)step, (long long)o.steps,
+                   last_loss, lr, tps, eta / 60.0);
+    }
     nlohmann::json rec = {{"step", step}, {"loss", last_loss}, {"lr", lr}, {"tokens", tokens_seen}, {"tok_per_s", tps}};
     if (o.mtp_weight > 0) rec["mtp_loss"] = mtp_loss;
-    if (!val.empty() && (step % o.eval_every == 0 || step == o.steps)) {
+    if (leader && !val.empty() && (step % o.eval_every == 0 || step == o.steps)) {
       val_loss = Evaluate(model, val, o, device);
       rec["val_loss"] = val_loss;
       std::fprintf(stderr, "\nstep %lld: validation loss %.4f\n", (long long)step, val_loss);
     }
-    log << rec.dump() << "\n";
-    log.flush();
+    if (leader) {
+      log << rec.dump() << "\n";
+      log.flush();
+    }
     if (step % o.checkpoint_every == 0 || step == o.steps || (stopped() && o.checkpoint_at_stop)) save();
   }
-  std::fprintf(stderr, "\n");
-  return val.empty() ? last_loss : val_loss;
+  if (leader) std::fprintf(stderr, "\n");
+  return val.empty() || !leader ? last_loss : val_loss;
 }
 
 }  // namespace needle::train

@@ -13,6 +13,7 @@
 #include "base/model_config.h"
 #include "io/tokenizer_blob.h"
 #include "text/prompt.h"
+#include "train/distributed.h"
 #include "train/san.h"
 
 namespace needle::train {
@@ -38,6 +39,7 @@ struct TrainOptions {
   std::string bits = "4";           // width of the exported model.cact
   double mtp_weight = 0;            // > 0: add the MTP block's loss (SPEC §1) with this weight
   std::string device = "cpu";       // where the steps run: "cpu", "cuda" or "cuda:N" (a libtorch built with CUDA)
+  Ranks ranks;                      // data-parallel ranks (train/distributed.h); one by default
 };
 
 // The device a run names ("cpu", "cuda", "cuda:N"), checked: one this
@@ -61,6 +63,23 @@ TokenizerModel LoadTokenizerModel(const std::string& path);
 double WarmupCosine(double lr, double min_ratio, int64_t warmup, int64_t steps, int64_t step);
 // Row length for a batch: the next power of two >= its longest example, at most max_len (SPEC §12).
 uint32_t RowLength(const std::vector<const EncodedPrompt*>& batch, int64_t max_len);
+// One optimizer step on a packed batch, the same in `needle train` and its
+// benchmark: forward (the target loss, plus the MTP loss when o.mtp_weight >
+// 0), backward, global-norm clip, the optimizer (its lr already set). The
+// phases' seconds are added to *phases when given (CPU: ops are synchronous).
+struct StepPhases {
+  double forward = 0, backward = 0, optimizer = 0;
+};
+struct StepResult {
+  double loss = 0, mtp_loss = -1;  // the main loss; the MTP loss (-1 without MTP)
+};
+// With several ranks (`group` given, world > 1) `b` is this rank's share: the
+// loss is summed over its targets and divided by the global number, the
+// gradients summed over the ranks before the clip, so every rank takes the
+// step one rank would take on the whole batch (the MTP loss, a mean per rank,
+// is averaged over the ranks).
+StepResult TrainStep(San& model, torch::optim::Optimizer& opt, const TrainBatch& b, const TrainOptions& o, StepPhases* phases,
+                     Collective* group = nullptr);
 // Cross-entropy over the target tokens only (mean or sum).
 torch::Tensor TargetLoss(San& model, const TrainBatch& b, int64_t window,
                          torch::nn::functional::CrossEntropyFuncOptions::reduction_t reduction);

@@ -16,7 +16,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: needle-train train|train-heads|finetune|build [flags]   (normally run as `needle train` etc.)\n");
+    std::fprintf(stderr, "usage: needle-train train|train-heads|train-bench|finetune|build [flags]   (normally run as `needle train` etc.)\n");
     return 2;
   }
   const char* cmd = argv[1];
@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "finetune")) return needle::cli::RunFinetune(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "build")) return needle::cli::RunBuild(argc - 2, argv + 2);
     if (!std::strcmp(cmd, "train-heads")) return needle::cli::RunTrainHeads(argc - 2, argv + 2);
+    if (!std::strcmp(cmd, "train-bench")) return needle::cli::RunTrainBench(argc - 2, argv + 2);
     std::fprintf(stderr, "needle-train: unknown command '%s'\n", cmd);
     return 2;
   } catch (const needle::Error& e) {

@@ -43,5 +43,6 @@ int ExecTrain(int argc, char** argv) { ExecSibling("needle-train", "train", argc
 int ExecFinetune(int argc, char** argv) { ExecSibling("needle-train", "finetune", argc, argv); }
 int ExecBuild(int argc, char** argv) { ExecSibling("needle-train", "build", argc, argv); }
 int ExecTrainHeads(int argc, char** argv) { ExecSibling("needle-train", "train-heads", argc, argv); }
+int ExecTrainBench(int argc, char** argv) { ExecSibling("needle-train", "train-bench", argc, argv); }
 
 }  // namespace needle::cli

@@ -15,6 +15,8 @@ int RunBuild(int argc, char** argv);      // in needle-train
 int ExecBuild(int argc, char** argv);     // runs needle-train
 int RunTrainHeads(int argc, char** argv);   // in needle-train
 int ExecTrainHeads(int argc, char** argv);  // runs needle-train
+int RunTrainBench(int argc, char** argv);
+int ExecTrainBench(int argc, char** argv);  // runs needle-train
 int RunTokenize(int argc, char** argv);
 int RunRun(int argc, char** argv);
 int RunChat(int argc, char** argv);

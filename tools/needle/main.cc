@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"bench", needle::cli::RunBench, "simulate a long session: speed, memory, cache bytes"},
     {"train", needle::cli::ExecTrain, "train a model from scratch on JSONL data (libtorch)"},
     {"train-heads", needle::cli::ExecTrainHeads, "train the retrieval and confidence heads, body frozen (libtorch)"},
+    {"train-bench", needle::cli::ExecTrainBench, "time the trainer's step by phase and op family: tokens/s, MFU (libtorch)"},
     {"finetune", needle::cli::ExecFinetune, "LoRA fine-tuning of a trained model on JSONL data (libtorch)"},
     {"build", needle::cli::ExecBuild, "merge a LoRA adapter into a base and quantize it to a .cact (libtorch)"},
     {"run", needle::cli::RunRun, "answer one request with a tool call (prints the envelope)"},
