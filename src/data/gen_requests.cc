@@ -1,6 +1,8 @@
 // The request's phrasing: a template that fits the tool, the typing style, and
 // the assembly of the text around the values (wrappers, openers, closers,
 // case, typos, punctuation).
+#include <algorithm>
+
 #include "data/generator_internal.h"  // Build
 #include "data/names.h"               // HumanizeName
 #include "data/words.h"               // Lower, TidySpaces, Typo
@@ -217,6 +219,127 @@ Template Build::GenericTemplate(const ToolSpec& T, const std::vector<std::string
   t.command = !question && lead.empty();
   t.split = split;
   t.id = "generic";
+  return t;
+}
+
+Template Build::UserTemplate(const ToolSpec& T) {
+  const Capability& c = *T.cap;
+  // A third of the requests keep the "name value" forms (how some people
+  // write to an API); the others are phrased from the description.
+  if (c.does.empty() || rng.Chance(0.33)) return GenericTemplate(T, UserActions(c, T), false);
+  std::vector<const ParamBinding*> ps;
+  for (const ParamBinding& b : T.params)
+    if (!b.slot.empty() && b.slot2.empty() && (b.required || rng.Chance(0.5))) ps.push_back(&b);
+  // The noun a parameter is named after ("restaurant", "city"), when no other
+  // chosen parameter shares it: where the description says "a restaurant",
+  // the request says the value.
+  auto noun = [](const ParamBinding& b) {
+    const std::vector<std::string> w = SplitIdentifier(b.name);
+    return w.empty() ? std::string() : Lower(w.back());
+  };
+  std::string action = " " + Lower(c.does) + " ";
+  std::vector<const ParamBinding*> rest;
+  for (const ParamBinding* b : ps) {
+    const std::string n = noun(*b);
+    size_t same = 0;
+    for (const ParamBinding* o : ps) same += noun(*o) == n;
+    bool placed = false;
+    for (const char* article : {" a ", " an ", " the ", " one ", " some "}) {
+      const std::string want = std::string(article) + n + " ";
+      const size_t at = action.find(want);
+      if (n.size() > 2 && same == 1 && at != std::string::npos) {
+        // "an amount of money" is said as the amount itself.
+        size_t end = at + want.size();
+        if (action.compare(end, 3, "of ") == 0) {
+          const size_t word_end = action.find(' ', end + 3);
+          if (word_end != std::string::npos) end = word_end + 1;
+        }
+        action = action.substr(0, at) + " \x01" + b->slot + "\x02 " + action.substr(end);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) rest.push_back(b);
+  }
+  // "convert an amount from one currency to another" says from and to
+  // already: with a from and a to parameter to say, that clause goes.
+  auto starts = [&](const char* w) {
+    for (const ParamBinding* b : rest) {
+      const std::vector<std::string> n = SplitIdentifier(b->name);
+      if (!n.empty() && Lower(n.front()) == w) return true;
+    }
+    return false;
+  };
+  if (starts("from") && starts("to")) {
+    const size_t from = action.find(" from one ");
+    const size_t another = from == std::string::npos ? from : action.find(" to another ", from);
+    if (another != std::string::npos) action.erase(from, another + 11 - from);
+  }
+  rng.Shuffle(rest);
+  // A from before its to ("from EUR to USD").
+  std::stable_sort(rest.begin(), rest.end(), [](const ParamBinding* a, const ParamBinding* b) {
+    auto rank = [](const ParamBinding* p) {
+      const std::vector<std::string> n = SplitIdentifier(p->name);
+      const std::string f = n.empty() ? "" : Lower(n.front());
+      return f == "from" ? 0 : f == "to" ? 1 : 2;
+    };
+    return rank(a) < rank(b);
+  });
+  const std::vector<std::string> forms = Words("generic_arg_forms");
+  std::vector<std::string> parts;
+  for (const ParamBinding* b : rest) {
+    const SlotDef* d = c.Slot(b->slot);
+    const std::vector<std::string> w = SplitIdentifier(b->name);
+    const std::string first = w.empty() ? "" : Lower(w.front());
+    const std::string desc = Lower(d && T.schema["parameters"].contains("properties") &&
+                                           T.schema["parameters"]["properties"].contains(b->name)
+                                       ? T.schema["parameters"]["properties"][b->name].value("description", "")
+                                       : "");
+    const std::string v = "\x01" + b->slot + "\x02";
+    std::string part;
+    if (first == "from" || first == "source" || first == "origin") part = "from " + v;
+    else if (first == "to" || first == "target" || first == "destination") part = "to " + v;
+    else if (d && d->kind == SlotKind::kTime) part = rng.Pick(std::vector<std::string>{"at " + v, "for " + v});
+    else if (d && d->kind == SlotKind::kDate) part = rng.Pick(std::vector<std::string>{"on " + v, "for " + v});
+    else if (d && d->kind == SlotKind::kText && d->pool == "city") part = rng.Pick(std::vector<std::string>{"in " + v, "for " + v});
+    else if (d && (d->kind == SlotKind::kInt || d->kind == SlotKind::kNumber) && StartsWith(desc, "number of "))
+      part = rng.Pick(std::vector<std::string>{"for ", ""}) + v + " " + desc.substr(10, desc.find_first_of(".,(", 10) - 10);
+    else if (d && d->kind == SlotKind::kEnum && (first == "unit" || first == "units")) part = "in " + v;
+    else {
+      std::string f = forms.empty() ? "with {name} {value}" : rng.Pick(forms);
+      if (StartsWith(f, "and ")) f = f.substr(4);
+      const size_t nm = f.find("{name}");
+      if (nm != std::string::npos) f.replace(nm, 6, HumanizeName(b->name));
+      const size_t vl = f.find("{value}");
+      if (vl != std::string::npos) f.replace(vl, 7, v);
+      part = f;
+    }
+    parts.push_back(part);
+  }
+  std::string text = TidySpaces(action);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const bool pair = i > 0 && StartsWith(parts[i - 1], "from ") && StartsWith(parts[i], "to ");
+    text += (i == 0 || pair ? " " : (i + 1 == parts.size() && rng.Chance(0.6) ? " and " : ", ")) + parts[i];
+  }
+  const std::vector<std::string> leads = Words("generic_leads");
+  const std::string lead = leads.empty() ? "" : rng.Pick(leads);
+  const bool question = lead.find("can you") != std::string::npos || lead.find("could you") != std::string::npos;
+  // Escaped as template text, the value places as slots.
+  std::string pattern = Escape(lead);
+  for (size_t i = 0; i < text.size();) {
+    const size_t open = text.find('\x01', i);
+    pattern += Escape(text.substr(i, open == std::string::npos ? std::string::npos : open - i));
+    if (open == std::string::npos) break;
+    const size_t close = text.find('\x02', open);
+    pattern += "{" + text.substr(open + 1, close - open - 1) + "}";
+    i = close + 1;
+  }
+  if (question) pattern += "?";
+  Template t;
+  t.pattern = Pattern::Parse(pattern);
+  t.command = !question && lead.empty();
+  t.split = split;
+  t.id = "user_described";
   return t;
 }
 

@@ -181,7 +181,14 @@ std::string Imperative(const std::string& description) {
   std::vector<std::string> w = SplitWords(s);
   if (w.empty() || w.size() > 12) return "";
   std::string v = Lower(w[0]);
-  if (v.size() > 3 && v.back() == 's' && v != "this" && v != "does") {
+  // Already imperative ("Get the current weather for a city"): a verb then a
+  // determiner or particle; "Weather forecast for a city" is not a request.
+  static const std::set<std::string> kAfterVerb = {"a",   "an",  "the", "my",  "your", "one", "some", "all",  "any", "current",
+                                                   "new", "up",  "down", "on", "off",  "out", "to",   "for",  "from", "in", "into"};
+  static const std::set<std::string> kNotVerbs = {"the", "a", "an", "this", "that", "it", "one", "all", "any", "each"};
+  if (w.size() > 1 && !kNotVerbs.count(v) && kAfterVerb.count(Lower(w[1])) && v.back() != 's') {
+    // taken as it is
+  } else if (v.size() > 3 && v.back() == 's' && v != "this" && v != "does") {
     if (EndsWith(v, "ies")) v = v.substr(0, v.size() - 3) + "y";
     else if (EndsWith(v, "sses") || EndsWith(v, "shes") || EndsWith(v, "ches") || EndsWith(v, "xes") || EndsWith(v, "zes"))
       v = v.substr(0, v.size() - 2);
@@ -230,8 +237,11 @@ SlotDef UserSlot(const std::string& pname, const ojson& prop, const Catalogue& c
   }
   if (type == "integer" || type == "number") {
     s.kind = type == "integer" ? SlotKind::kInt : SlotKind::kNumber;
+    // Counts of people or things ("Number of guests", party_size) are small
+    // when the schema gives no bounds; other numbers range wider.
+    const bool count = has({"number of", "count", "size", "guests", "people", "persons", "quantity", "seats", "tickets", "rooms"});
     s.min = prop.contains("minimum") ? prop["minimum"].get<double>() : (prop.contains("exclusiveMinimum") ? prop["exclusiveMinimum"].get<double>() + 1 : 1);
-    s.max = prop.contains("maximum") ? prop["maximum"].get<double>() : (prop.contains("exclusiveMaximum") ? prop["exclusiveMaximum"].get<double>() - 1 : s.min + 99);
+    s.max = prop.contains("maximum") ? prop["maximum"].get<double>() : (prop.contains("exclusiveMaximum") ? prop["exclusiveMaximum"].get<double>() - 1 : s.min + (count ? 11 : 99));
     s.has_range = true;
     s.decimals = type == "number" ? 1 : 0;
     s.forms = {"{n}", "{n}", "{w}"};
@@ -247,8 +257,12 @@ SlotDef UserSlot(const std::string& pname, const ojson& prop, const Catalogue& c
     return s;
   }
   if (type != "string") throw Error(ErrorCode::kInvalidArgument, where + ": type '" + type + "' is not supported");
-  if (format == "date") return s.kind = SlotKind::kDate, s;
-  if (format == "time") return s.kind = SlotKind::kTime, s;
+  // Dates and times by format, else by what the name or description says
+  // ("Time in HH:MM", "departure_date", "YYYY-MM-DD").
+  const std::vector<std::string> name_words = SplitIdentifier(pname);
+  auto named = [&](const char* w) { return std::find(name_words.begin(), name_words.end(), w) != name_words.end(); };
+  if (format == "date" || has({"yyyy-mm-dd"}) || named("date") || named("day")) return s.kind = SlotKind::kDate, s;
+  if (format == "time" || has({"hh:mm"}) || named("time")) return s.kind = SlotKind::kTime, s;
   s.kind = SlotKind::kText;
   static const std::vector<std::pair<std::vector<const char*>, const char*>> kHints = {
       {{"email"}, "email_address"},
@@ -284,6 +298,9 @@ SlotDef UserSlot(const std::string& pname, const ojson& prop, const Catalogue& c
         break;
       }
     }
+    // A code the description asks for ("ISO code of the currency", "IATA airport code").
+    if (has({"currency"}) && has({"iso", "code", "3-letter", "three-letter"}) && cat.pools.count("currency_code")) s.pool = "currency_code";
+    else if (has({"airport"}) && has({"iata", "code"}) && cat.pools.count("airport_code")) s.pool = "airport_code";
   }
   return s;
 }

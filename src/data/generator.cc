@@ -270,6 +270,18 @@ Example Build::Invented() {
 }
 
 // ---- user tools (--tools) ---------------------------------------------------------------------
+// A call whose from_X and to_X arguments are equal.
+static bool SameFromAndTo(const ojson& call) {
+  if (!call.contains("arguments")) return false;
+  const ojson& a = call["arguments"];
+  for (const auto& [k, v] : a.items()) {
+    if (k.rfind("from", 0) != 0) continue;
+    std::string to = "to" + k.substr(4);
+    if (a.contains(to) && a[to] == v) return true;
+  }
+  return false;
+}
+
 Example Build::User() {
   const auto& tools = g.user_tools_;
   DrawFacts(0.3);
@@ -323,11 +335,12 @@ Example Build::User() {
     LT.cap = &local;
     store.push_back(LT);
     const ToolSpec& LTr = store.back();
-    local.templates = {GenericTemplate(LTr, UserActions(local, LTr), false)};
+    local.templates = {UserTemplate(LTr)};
     Request rq;
     if (!RenderRequest(local, LTr, local.templates[0], rq)) continue;
     const Style st = DrawStyle();
     Finish(rq, st);
+    if (SameFromAndTo(rq.call)) continue;  // "from GBP to GBP" is no request
     const std::string q = Assemble(Pieces(rq), st, local.templates[0].command, local.templates[0].pattern.is_question());
     meta.kind = "user", meta.domain = "user", meta.caps = {T.name()};
     return {Output(q, ojson::array({rq.call}), rq.reason), meta};

@@ -115,6 +115,9 @@ struct Build {
   std::string Assemble(std::vector<Piece> body, const Style& st, bool command, bool question);
   Template GenericTemplate(const ToolSpec& T, const std::vector<std::string>& actions, bool use_synonyms);
   std::vector<std::string> ActionPhrases(const Capability& c) const;
+  // A request template for one of the user's tools (--tools): phrased from
+  // its description, its values placed where a person says them.
+  Template UserTemplate(const ToolSpec& T);
   std::vector<std::string> UserActions(const Capability& c, const ToolSpec& T) const;
 
   // ---- values (gen_values.cc) -------------------------------------------------------------------

@@ -8,11 +8,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include "base/error.h"
 #include "data/catalogue.h"
 #include "data/evidence.h"
 #include "data/names.h"
 #include "data/schema_check.h"
+#include "data/words.h"
 #include "data/stats.h"
 
 namespace needle::data {
@@ -263,6 +266,47 @@ TEST(UserTools, ExamplesForAUsersOwnSchemas) {
   EXPECT_GE(refusals, 30u);
   EXPECT_LE(refusals, 120u);
   EXPECT_THROW(gen.SetUserTools(ojson::parse(R"([{"description": "no name"}])")), Error);
+}
+
+// Requests for the user's tools are phrased from the descriptions, with the
+// values a person would give where a person says them (issue J, item 1e).
+TEST(UserTools, RequestsReadLikePeopleAndValuesFollowTheDescriptions) {
+  const ojson tools = ojson::parse(R"([
+    {"name": "book_table", "description": "Reserve a table at a restaurant.", "parameters": {"type": "object", "properties": {
+        "restaurant": {"type": "string"}, "party_size": {"type": "integer", "description": "Number of guests"},
+        "time": {"type": "string", "description": "Time in HH:MM"}}, "required": ["restaurant", "party_size", "time"]}},
+    {"name": "convert_currency", "description": "Convert an amount from one currency to another.", "parameters": {"type": "object",
+        "properties": {"from_currency": {"type": "string", "description": "ISO code of the source currency"},
+        "to_currency": {"type": "string", "description": "ISO code of the target currency"}, "amount": {"type": "number"}},
+        "required": ["from_currency", "to_currency", "amount"]}}
+  ])");
+  Generator gen(Cat(), GeneratorOptions{4, Split::kTrain});
+  gen.SetUserTools(tools);
+  size_t booked = 0, described = 0;
+  for (uint64_t i = 0; i < 400; ++i) {
+    const ojson e = gen.Generate(i).json;
+    ASSERT_TRUE(CheckEvidence(e).empty()) << e.dump();
+    for (const auto& c : e["answers"]) {
+      const ojson& a = c["arguments"];
+      if (c["name"] == "book_table") {
+        ++booked;
+        const std::string t = a["time"].get<std::string>();
+        EXPECT_TRUE(t.size() == 5 && std::isdigit(static_cast<unsigned char>(t[0])) && t[2] == ':') << t;  // "Time in HH:MM"
+        EXPECT_GE(a["party_size"].get<int>(), 1);
+        EXPECT_LE(a["party_size"].get<int>(), 12) << "a count of guests";
+        // The description's words with the restaurant in place of "a restaurant".
+        const std::string q = Lower(e["query"].get<std::string>());
+        described += q.find("table at " + Lower(a["restaurant"].get<std::string>())) != std::string::npos;
+      } else {
+        for (const char* k : {"from_currency", "to_currency"}) {
+          const std::string code = a[k].get<std::string>();
+          EXPECT_EQ(code.size(), 3u) << k << " " << code << ": an ISO code";
+        }
+      }
+    }
+  }
+  EXPECT_GE(booked, 100u);
+  EXPECT_GE(described, booked / 3) << "requests phrased from the description";
 }
 
 TEST(Stats, ReportNamesTheNumbers) {
