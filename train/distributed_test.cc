@@ -26,30 +26,14 @@ namespace fs = std::filesystem;
 
 const std::string& TempDir() { return testing::ProcessTempDir("needle-ddp"); }
 
-std::map<int64_t, double> LossByStep(const std::string& log_path, const char* field = "loss") {
-  std::map<int64_t, double> out;
-  std::ifstream in(log_path);
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    out[j["step"].get<int64_t>()] = j[field].get<double>();
-  }
-  return out;
-}
+using fixtures::LossByStep;
 
+// Six steps of about six examples (three per rank with two ranks).
 TrainOptions SmallRun(const std::string& out) {
-  TrainOptions o;
-  o.data = fixtures::WriteData(TempDir() + "/ddp.jsonl", 24, 4);
-  o.tokenizer = fixtures::WriteBase(TempDir() + "/ddp-tok.cact", testing::SmallConfig(), 1);
-  o.config = testing::SmallConfig();
+  TrainOptions o = fixtures::SmallRun(TempDir(), "ddp", 4, 24);
   o.steps = 6;
-  o.batch_tokens = 1200;  // about six examples a step: three per rank
-  o.max_len = 256;
-  o.warmup = 2;
-  o.window = 64;
-  o.eval_every = 100;
+  o.batch_tokens = 1200;
   o.checkpoint_every = 3;
-  o.seed = 5;
-  o.threads = 1;
   o.out = out;
   return o;
 }

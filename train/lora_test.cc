@@ -262,34 +262,9 @@ TEST(NeedleBuild, WithAnAdapterTheArchiveHasNoConfidenceHead) {
   EXPECT_TRUE(std::equal(want.bytes().begin(), want.bytes().end(), a.bytes().begin()));
 }
 
-std::map<int64_t, double> LossByStep(const std::string& log_path) {
-  std::map<int64_t, double> out;  // the last record of a step wins (a resumed run repeats steps after its checkpoint)
-  std::ifstream in(log_path);
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    out[j["step"].get<int64_t>()] = j["loss"].get<double>();
-  }
-  return out;
-}
+using fixtures::LossByStep;
 
-// Four steps of `needle train` on the light-switching data (tiny model, byte-level tokenizer).
-TrainOptions SmallRun(const std::string& name, uint64_t data_seed) {
-  TrainOptions o;
-  o.data = WriteData(name + ".jsonl", 12, data_seed);
-  o.tokenizer = WriteBase(name + "-tok.cact", testing::SmallConfig(), 1);  // byte-level tokenizer, fits vocab 300
-  o.config = testing::SmallConfig();
-  o.steps = 4;
-  o.batch_tokens = 400;
-  o.max_len = 256;
-  o.warmup = 2;
-  o.window = 64;
-  o.eval_every = 100;
-  o.checkpoint_every = 2;
-  o.lr = 3e-3;
-  o.seed = 5;
-  o.threads = 1;
-  return o;
-}
+TrainOptions SmallRun(const std::string& name, uint64_t data_seed) { return fixtures::SmallRun(TempDir(), name, data_seed); }
 
 TEST(Trainer, ResumedRunReproducesTheLossCurveAndLoadsFromItsDirectory) {
   const TrainOptions o = SmallRun("resume", 2);

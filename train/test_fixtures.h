@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "io/cact_archive.h"
 #include "model/export.h"
 #include "model/testing/archives.h"
+#include "train/trainer.h"
 
 namespace needle::train::fixtures {
 
@@ -51,6 +53,38 @@ inline std::string WriteData(const std::string& path, int n, uint64_t seed, int 
     out << ex.dump() << "\n";
   }
   return path;
+}
+
+// Four steps of `needle train` on `examples` light-switching examples written
+// to dir/name.jsonl (tiny model, byte-level tokenizer).
+inline TrainOptions SmallRun(const std::string& dir, const std::string& name, uint64_t data_seed, int examples = 12) {
+  TrainOptions o;
+  o.data = WriteData(dir + "/" + name + ".jsonl", examples, data_seed);
+  o.tokenizer = WriteBase(dir + "/" + name + "-tok.cact", testing::SmallConfig(), 1);  // byte-level tokenizer, fits vocab 300
+  o.config = testing::SmallConfig();
+  o.steps = 4;
+  o.batch_tokens = 400;
+  o.max_len = 256;
+  o.warmup = 2;
+  o.window = 64;
+  o.eval_every = 100;
+  o.checkpoint_every = 2;
+  o.lr = 3e-3;
+  o.seed = 5;
+  o.threads = 1;
+  return o;
+}
+
+// A field of a run's log.jsonl by step (the last record of a step wins: a
+// resumed run repeats the steps after its checkpoint).
+inline std::map<int64_t, double> LossByStep(const std::string& log_path, const char* field = "loss") {
+  std::map<int64_t, double> out;
+  std::ifstream in(log_path);
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    out[j["step"].get<int64_t>()] = j[field].get<double>();
+  }
+  return out;
 }
 
 }  // namespace needle::train::fixtures

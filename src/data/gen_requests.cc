@@ -182,7 +182,7 @@ std::string Build::Assemble(std::vector<Piece> body, const Style& st, bool comma
 Template Build::GenericTemplate(const ToolSpec& T, const std::vector<std::string>& actions, bool use_synonyms) {
   const std::vector<std::string> leads = Words("generic_leads"), forms = Words("generic_arg_forms");
   const std::string lead = leads.empty() ? "" : rng.Pick(leads);
-  std::string text = Escape(lead) + Escape(rng.Pick(actions));
+  std::string text = Escape(rng.Pick(actions));
   int k = 0;
   std::vector<const ParamBinding*> ps;
   for (const ParamBinding& b : T.params)
@@ -212,13 +212,16 @@ Template Build::GenericTemplate(const ToolSpec& T, const std::vector<std::string
     text += (k == 0 ? " " : (k + 1 == static_cast<int>(ps.size()) && rng.Chance(0.6) ? " and " : ", ")) + part;
     ++k;
   }
+  return LedTemplate(lead, text, "generic");
+}
+
+Template Build::LedTemplate(const std::string& lead, const std::string& body, const char* id) const {
   const bool question = lead.find("can you") != std::string::npos || lead.find("could you") != std::string::npos;
-  if (question) text += "?";
   Template t;
-  t.pattern = Pattern::Parse(text);
+  t.pattern = Pattern::Parse(Escape(lead) + body + (question ? "?" : ""));
   t.command = !question && lead.empty();
   t.split = split;
-  t.id = "generic";
+  t.id = id;
   return t;
 }
 
@@ -323,9 +326,8 @@ Template Build::UserTemplate(const ToolSpec& T) {
   }
   const std::vector<std::string> leads = Words("generic_leads");
   const std::string lead = leads.empty() ? "" : rng.Pick(leads);
-  const bool question = lead.find("can you") != std::string::npos || lead.find("could you") != std::string::npos;
   // Escaped as template text, the value places as slots.
-  std::string pattern = Escape(lead);
+  std::string pattern;
   for (size_t i = 0; i < text.size();) {
     const size_t open = text.find('\x01', i);
     pattern += Escape(text.substr(i, open == std::string::npos ? std::string::npos : open - i));
@@ -334,13 +336,7 @@ Template Build::UserTemplate(const ToolSpec& T) {
     pattern += "{" + text.substr(open + 1, close - open - 1) + "}";
     i = close + 1;
   }
-  if (question) pattern += "?";
-  Template t;
-  t.pattern = Pattern::Parse(pattern);
-  t.command = !question && lead.empty();
-  t.split = split;
-  t.id = "user_described";
-  return t;
+  return LedTemplate(lead, pattern, "user_described");
 }
 
 std::vector<std::string> Build::UserActions(const Capability& c, const ToolSpec& T) const {

@@ -118,6 +118,9 @@ struct Build {
   // A request template for one of the user's tools (--tools): phrased from
   // its description, its values placed where a person says them.
   Template UserTemplate(const ToolSpec& T);
+  // A template of the lead ("can you ", "") then the escaped body: a question
+  // when the lead asks one.
+  Template LedTemplate(const std::string& lead, const std::string& body, const char* id) const;
   std::vector<std::string> UserActions(const Capability& c, const ToolSpec& T) const;
 
   // ---- values (gen_values.cc) -------------------------------------------------------------------
