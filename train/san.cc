@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "train/lora.h"
+#include "train/san_ops.h"  // RmsUnit, SinkhornExp, LaneReadout, LaneUpdate
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -17,23 +18,7 @@ torch::Tensor FromVector(const std::vector<float>& v, const TensorSpec& s) {
   return torch::from_blob(const_cast<float*>(v.data()), shape, torch::kFloat32).clone();
 }
 
-// x*x rather than pow(2): PowBackward is several times slower than MulBackward on the CPU.
-torch::Tensor RmsUnit(const torch::Tensor& x) { return x * torch::rsqrt((x * x).mean(-1, true) + 1e-6); }
-
 torch::Tensor ZcRms(const torch::Tensor& x, const torch::Tensor& scale) { return (1 + scale) * RmsUnit(x); }
-
-// out[..., i, :] = sum_j m[..., i, j] * x[..., j, :] for tiny per-token n x n
-// matrices: ATen's batched matmul loops over the batch (one select per token),
-// so spelling it out as n broadcast products is an order of magnitude faster.
-torch::Tensor MixLanes(const torch::Tensor& m, const torch::Tensor& x) {
-  const int64_t n = m.size(-1);
-  torch::Tensor out;
-  for (int64_t j = 0; j < n; ++j) {
-    const auto term = m.select(-1, j).unsqueeze(-1) * x.select(-2, j).unsqueeze(-2);
-    out = j ? out + term : term;
-  }
-  return out;
-}
 
 // x [B, T, heads, hd] rotated by angles whose cos/sin are [B, T, hd/2].
 torch::Tensor Rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
@@ -211,12 +196,17 @@ void SanImpl::Import(const CactArchive& archive) {
   }
 }
 
+torch::Tensor SanImpl::Matmul(const torch::Tensor& a, const torch::Tensor& b) const {
+  if (matmul_type_ == torch::kFloat32) return torch::matmul(a, b);
+  return torch::matmul(a.to(matmul_type_), b.to(matmul_type_)).to(torch::kFloat32);
+}
+
 torch::Tensor SanImpl::Block(const Layer& L, int64_t lora_layer, const torch::Tensor& x, const AttentionInputs& att) {
   const int64_t B = x.size(0), T = x.size(1), H = c_.num_heads, G = c_.num_kv_heads, hd = c_.head_dim();
   const int64_t d = c_.d_model, m = c_.hada_n(), half = hd / 2;
   // x W^T, plus the adapter's low-rank update when one is attached.
   auto proj = [&](LoraTarget t, const torch::Tensor& in, const torch::Tensor& w) {
-    auto y = torch::matmul(in, w.t());
+    auto y = Matmul(in, w.t());
     return lora_ && lora_layer >= 0 ? y + lora_->Delta(static_cast<size_t>(lora_layer), t, in) : y;
   };
   OpFamily family("attention_projections");
@@ -242,16 +232,19 @@ torch::Tensor SanImpl::Block(const Layer& L, int64_t lora_layer, const torch::Te
     const auto f = t.reshape({B * T, H, t.size(-1)});
     return torch::cat({f, torch::zeros({1, H, t.size(-1)}, f.options())}, 0);
   };
-  const auto qc = flat(torch::cat({qw, qs}, -1) * scale);
-  const auto kc = flat(torch::cat({kr * (1 - att.sink_key), kr * att.sink_key}, -1));
-  const auto vf = flat(v);
+  // Queries, keys and values side by side, gathered for all groups at once and
+  // split per group: per-group gathers would each send a full-size gradient
+  // back (zeros plus index_add) for the engine to sum, 3 x groups per layer.
+  const auto qkv = flat(torch::cat({torch::cat({qw, qs}, -1) * scale, kr * (1 - att.sink_key), kr * att.sink_key, v}, -1));
+  std::vector<int64_t> group_sizes;
+  for (const auto& idx : att.index) group_sizes.push_back(idx.numel());
+  const auto gathered = qkv.index_select(0, att.all_index).split_with_sizes(group_sizes, 0);
   std::vector<torch::Tensor> outs;
   for (size_t g = 0; g < att.index.size(); ++g) {
-    const auto& idx = att.index[g];  // [n, Lb]
-    const int64_t n = idx.size(0), Lb = idx.size(1);
-    auto gather = [&](const torch::Tensor& f) { return f.index_select(0, idx.reshape({-1})).view({n, Lb, H, f.size(-1)}).transpose(1, 2); };
-    const auto attn = torch::softmax(torch::matmul(gather(qc), gather(kc).transpose(-1, -2)) + att.bias[g], -1);  // [n, H, Lb, Lb]
-    outs.push_back(torch::matmul(attn, gather(vf)).transpose(1, 2).reshape({n * Lb, H * hd}));
+    const int64_t n = att.index[g].size(0), Lb = att.index[g].size(1);
+    const auto parts = gathered[g].view({n, Lb, H, 5 * hd}).transpose(1, 2).split_with_sizes({2 * hd, 2 * hd, hd}, -1);
+    const auto attn = torch::softmax(Matmul(parts[0], parts[1].transpose(-1, -2)) + att.bias[g], -1);  // [n, H, Lb, Lb]
+    outs.push_back(Matmul(attn, parts[2]).transpose(1, 2).reshape({n * Lb, H * hd}));
   }
   // Back to the rows; padding slots land on the extra row, dropped.
   auto o = torch::zeros({B * T + 1, H * hd}, x.options());
@@ -264,8 +257,8 @@ torch::Tensor SanImpl::Block(const Layer& L, int64_t lora_layer, const torch::Te
   family.Next("hadamard_mlp");
   const auto h2 = ZcRms(x1, L.pre_hada);
   auto z = m > d ? torch::constant_pad_nd(h2, {0, m - d}) : h2;
-  z = torch::matmul(z * L.d1, hadamard_);
-  z = torch::matmul(torch::silu(L.d2 * z), hadamard_);
+  z = Matmul(z * L.d1, hadamard_);
+  z = Matmul(torch::silu(L.d2 * z), hadamard_);
   z = (L.d3 * z).narrow(-1, 0, d);
   return x1 + z;
 }
@@ -328,7 +321,7 @@ torch::Tensor SanImpl::MtpLoss(const TrainBatch& b, int64_t window, const torch:
   // The next token of each position (PAD past the row's end).
   const auto next = torch::cat({b.tokens.narrow(1, 1, T - 1), torch::full({B, 1}, int64_t(c_.pad_token_id), b.tokens.options())}, 1);
   const auto e = ZcRms(embedding.index_select(0, next.reshape({-1})).view({B, T, d}) * std::sqrt(static_cast<double>(d)), mtp_emb_norm);
-  const auto x = torch::matmul(torch::cat({hidden, e}, -1), mtp_combine.t());
+  const auto x = Matmul(torch::cat({hidden, e}, -1), mtp_combine.t());
   const AttentionInputs att = MakeAttentionInputs(b, window, hidden.options());
   const auto h2 = ZcRms(Block(mtp_block, -1, x, att), mtp_norm);
   // Position t predicts the target of position t + 1 (the token at t + 2), same example only.
@@ -361,7 +354,7 @@ torch::Tensor SanImpl::HeadOutput(size_t head, const torch::Tensor& cells, const
   return torch::matmul(pooled.reshape({B, P * d}), h.proj.t()) + h.bias;
 }
 
-torch::Tensor SanImpl::Logits(const torch::Tensor& hidden) { return torch::matmul(hidden, embedding.t()); }
+torch::Tensor SanImpl::Logits(const torch::Tensor& hidden) { return Matmul(hidden, embedding.t()); }
 
 torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window, std::vector<torch::Tensor>* cells) {
   const int64_t B = b.tokens.size(0), T = b.tokens.size(1), d = c_.d_model, n = c_.mhc_lanes, L = c_.num_layers;
@@ -379,20 +372,19 @@ torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window, std::vector<t
     for (int64_t j = 0; j < n; ++j) pre_off[j] = j == lane ? 4.0f : -4.0f, post_off[j] = j == lane ? 0.0f : -4.0f;
     const auto poff = torch::from_blob(pre_off.data(), {n}, torch::kFloat32).clone().to(X.device());
     const auto qoff = torch::from_blob(post_off.data(), {n}, torch::kFloat32).clone().to(X.device());
+    // The three mHC projections as one product: [pre (n) | post (n) | res (n*n)] rows of phi.
     const auto nx = RmsUnit(X.reshape({B, T, n * d}));
-    const auto pre = torch::matmul(nx, phi_pre.view({L, n, n * d})[li].t());
-    const auto post = torch::matmul(nx, phi_post.view({L, n, n * d})[li].t());
-    auto res = torch::matmul(nx, phi_res.view({L, n * n, n * d})[li].t()).view({B, T, n, n}) * a_res[li] + b_res[li];
+    const auto phi = torch::cat({phi_pre.view({L, n, n * d})[li], phi_post.view({L, n, n * d})[li],
+                                 phi_res.view({L, n * n, n * d})[li]}, 0);
+    const auto proj = Matmul(nx, phi.t());  // [B, T, 2n + n*n]
+    const auto pre = proj.narrow(-1, 0, n), post = proj.narrow(-1, n, n);
+    const auto res = proj.narrow(-1, 2 * n, n * n).view({B, T, n, n}) * a_res[li] + b_res[li];
     const auto hpre = torch::sigmoid(a_pre[li] * pre + b_pre[li] + poff);
     const auto hpost = 2 * torch::sigmoid(a_post[li] * post + b_post[li] + qoff);
     family.Next("sinkhorn");
-    for (int it = 0; it < 20; ++it) {
-      res = res - torch::logsumexp(res, -1, true);
-      res = res - torch::logsumexp(res, -2, true);
-    }
-    const auto hres = torch::exp(res);
+    const auto hres = SinkhornExp(res, 20);
     family.Next("mhc_lanes");
-    const auto u = (hpre.unsqueeze(-1) * X).sum(2);
+    const auto u = LaneReadout(X, hpre);
     auto xin = u;
     for (size_t s = 0; s < sites.size(); ++s) {
       if (c_.engram_layers[s] != static_cast<uint32_t>(li)) continue;
@@ -401,8 +393,8 @@ torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window, std::vector<t
       const int64_t tables = c_.num_engram_tables(), sub = c_.engram_sub_dim(), dil = c_.engram_dilation();
       const auto e = (E.tables.index_select(0, b.engram_idx.reshape({-1})).view({B, T, tables, sub}) * b.engram_ok.unsqueeze(-1))
                          .view({B, T, d});
-      const auto ek = torch::matmul(e, E.key_proj.t());
-      const auto ev0 = torch::matmul(e, E.value_proj.t());
+      const auto ek = Matmul(e, E.key_proj.t());
+      const auto ev0 = Matmul(e, E.value_proj.t());
       auto ev = torch::zeros_like(ev0);
       for (int64_t j = 0; j < E.taps.size(0); ++j) {
         const int64_t sh = j * dil;
@@ -415,7 +407,7 @@ torch::Tensor SanImpl::Hidden(const TrainBatch& b, int64_t window, std::vector<t
     }
     family.Next("mhc_lanes");  // the block's own ops name their families
     const auto y = Block(layers[size_t(li)], li, xin, att) - u;
-    X = MixLanes(hres, X) + hpost.unsqueeze(-1) * y.unsqueeze(2);
+    X = LaneUpdate(X, hres, hpost, y);
     if (cells) cells->push_back(X.mean(2));
   }
   family.Next("final_norm");

@@ -113,7 +113,10 @@ FamilyTimes AttributeToFamilies(const std::vector<std::vector<ProfileEvent>>& th
         stack.pop_back();
         const double dur = e.us - o.push->us;
         if (!stack.empty()) stack.back().children_us += dur;
-        if (pass == 1) (o.backward ? out.backward_ms : out.forward_ms)[o.family] += (dur - o.children_us) / 1000.0;
+        if (pass == 1) {
+          (o.backward ? out.backward_ms : out.forward_ms)[o.family] += (dur - o.children_us) / 1000.0;
+          out.op_ms[o.push->name] += (dur - o.children_us) / 1000.0;
+        }
       }
     }
   }
@@ -186,12 +189,14 @@ nlohmann::json RunTrainBench(const BenchOptions& o) {
                            {"examples", examples.size()},
                            {"steps", o.steps},
                            {"runs", nlohmann::json::array()}};
-  for (const int64_t threads : o.threads) {
+  for (const int64_t threads : o.threads)
+  for (const std::string& matmul : o.matmul) {
     torch::set_num_threads(static_cast<int>(threads));
     torch::manual_seed(t.seed);
     const std::vector<HeadSpec> heads = {DefaultHeadSpec(HeadKind::kContrastive, config), DefaultHeadSpec(HeadKind::kConfidence, config)};
     San model(config, heads, t.seed);
     if (t.mtp_weight > 0) model->EnableMtp(t.seed + 1);
+    model->set_matmul_type(MatmulType(matmul, torch::kCPU));
     torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay).betas({0.9, 0.95}));
     StepPhases phases;
     double pack_s = 0, row_tokens = 0, real_tokens = 0, targets = 0, visible = 0, loss = 0;
@@ -216,6 +221,8 @@ nlohmann::json RunTrainBench(const BenchOptions& o) {
     const double peak = MatmulPeakFlops(threads);
     nlohmann::json run = {
         {"threads", threads},
+        {"matmul", matmul},
+        {"matmul_type", MatmulType(matmul, torch::kCPU) == torch::kBFloat16 ? "bf16" : "fp32"},
         {"tokens_per_s", row_tokens / total_s},  // as `needle train` counts them: rows x length, padding included
         {"real_tokens_per_s", real_tokens / total_s},
         {"padding", 1.0 - real_tokens / row_tokens},
@@ -251,7 +258,14 @@ nlohmann::json RunTrainBench(const BenchOptions& o) {
       const double fw_u = f.forward_ms.count("unscoped") ? f.forward_ms.at("unscoped") : 0;
       const double bw_u = f.backward_ms.count("unscoped") ? f.backward_ms.at("unscoped") : 0;
       by["unscoped"] = {{"forward_ms", fw_u}, {"backward_ms", bw_u}};
+      // The ops with the most self time, for finding what a family spends it on.
+      std::vector<std::pair<double, std::string>> ops;
+      for (const auto& [name, ms] : f.op_ms) ops.push_back({ms, name});
+      std::sort(ops.rbegin(), ops.rend());
+      nlohmann::json top = nlohmann::json::array();
+      for (size_t i = 0; i < ops.size() && i < 20; ++i) top.push_back({{"op", ops[i].second}, {"self_ms", ops[i].first}});
       run["profiled_step"] = {{"wall_ms", wall_ms},
+                              {"top_ops", top},
                               {"optimizer_ms", one.optimizer * 1000.0},
                               {"attributed_ms", attributed},
                               {"by_family", by}};

@@ -19,6 +19,7 @@ namespace needle::train {
 struct BenchOptions {
   TrainOptions train;          // data, tokenizer, config, batch_tokens, max_len, window, mtp_weight, seed
   std::vector<int64_t> threads = {1, 2};
+  std::vector<std::string> matmul = {"auto"};  // product types (MatmulType): one run per type and thread count
   int64_t warmup_steps = 2;    // untimed steps first (allocator, caches)
   int64_t steps = 6;           // timed steps per thread count
   bool profile = false;        // one more step under the profiler: time by op family
@@ -29,6 +30,7 @@ struct BenchOptions {
 // spent it. Ops outside any family scope count as "unscoped".
 struct FamilyTimes {
   std::map<std::string, double> forward_ms, backward_ms;
+  std::map<std::string, double> op_ms;  // self time by op or backward node name
 };
 
 // One profiler event as the attribution reads it: a range opens (push) or

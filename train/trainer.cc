@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -197,6 +198,30 @@ std::vector<EncodedPrompt> LoadExamples(const std::string& path, const PromptEnc
   return out;
 }
 
+namespace {
+// Whether this CPU multiplies bf16 natively (AMX tiles or AVX-512 BF16): where
+// it does not, oneDNN emulates bf16 and it is slower than fp32.
+bool CpuHasNativeBf16() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line);
+    for (std::string w; words >> w;) {
+      if (w == "amx_bf16" || w == "avx512_bf16") return true;
+    }
+    return false;
+  }
+  return false;
+}
+}  // namespace
+
+torch::ScalarType MatmulType(const std::string& name, const torch::Device& device) {
+  if (name == "fp32") return torch::kFloat32;
+  if (name == "bf16") return torch::kBFloat16;
+  if (name != "auto") throw Error(ErrorCode::kInvalidArgument, "train: --matmul '" + name + "' is not fp32, bf16 or auto");
+  return device.is_cpu() && torch::hasMKLDNN() && CpuHasNativeBf16() ? torch::kBFloat16 : torch::kFloat32;
+}
+
 torch::Device TrainingDevice(const std::string& name) {
   std::optional<torch::Device> d;
   try {
@@ -264,6 +289,7 @@ double Train(const TrainOptions& o) {
     std::fprintf(stderr, "train: %zu examples (%llu truncated to %lld tokens), %zu validation, %.2fM parameters%s\n", train.size(),
                  (unsigned long long)truncated, (long long)o.max_len, val.size(), config.ParameterCount() / 1e6,
                  group.world() > 1 ? (", " + std::to_string(group.world()) + " ranks").c_str() : "");
+    std::fprintf(stderr, "train: products in %s\n", MatmulType(o.matmul, device) == torch::kBFloat16 ? "bf16 (fp32 weights)" : "fp32");
   }
 
   const std::vector<HeadSpec> heads = {DefaultHeadSpec(HeadKind::kContrastive, config), DefaultHeadSpec(HeadKind::kConfidence, config)};
@@ -271,6 +297,7 @@ double Train(const TrainOptions& o) {
   if (o.mtp_weight > 0) model->EnableMtp(o.seed + 1);  // before the optimizer and the checkpoint load
   // Initialised on the CPU (the same weights for a seed on any device), then moved.
   model->to(device);
+  model->set_matmul_type(MatmulType(o.matmul, device));
   torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay).betas({0.9, 0.95}));
   int64_t step = 0;
   uint64_t tokens_seen = 0, consumed = 0;

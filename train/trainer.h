@@ -40,7 +40,13 @@ struct TrainOptions {
   double mtp_weight = 0;            // > 0: add the MTP block's loss (SPEC §1) with this weight
   std::string device = "cpu";       // where the steps run: "cpu", "cuda" or "cuda:N" (a libtorch built with CUDA)
   Ranks ranks;                      // data-parallel ranks (train/distributed.h); one by default
+  std::string matmul = "auto";      // type of the big products: "fp32", "bf16" or "auto" (MatmulType)
 };
+
+// The product type a run names, checked: "fp32", "bf16", or "auto": bf16 on a
+// CPU that multiplies it natively (AMX or AVX-512 BF16 in /proc/cpuinfo),
+// else fp32 (on a GPU, fp32 products already use TF32).
+torch::ScalarType MatmulType(const std::string& name, const torch::Device& device);
 
 // The device a run names ("cpu", "cuda", "cuda:N"), checked: one this
 // libtorch cannot use is an error naming it (Debian's libtorch has no CUDA).

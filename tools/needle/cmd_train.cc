@@ -98,6 +98,8 @@ int RunTrain(int argc, char** argv) {
              {"eval-every", "N", "validation every N steps (default 200)"},
              {"checkpoint-every", "N", "checkpoint every N steps (default 200)"},
              {"threads", "K", "CPU threads (default 2)"},
+             {"matmul", "T", "type of the big products: fp32, bf16 (fp32 weights, bf16 operands) or auto (default: bf16 on a CPU with AMX "
+                             "or AVX-512 BF16, else fp32)"},
              {"device", "D", "where the steps run: cpu (default), cuda or cuda:N (needs a libtorch built with CUDA; Debian's is CPU-only)"},
              {"seed", "N", "seed (default 0)"},
              {"bits", "W|MAP", "width of the exported model.cact (default 4)"},
@@ -135,6 +137,8 @@ int RunTrain(int argc, char** argv) {
   if (o.stop_at < 0) throw Error(ErrorCode::kInvalidArgument, "train: --stop-at must be a step number");
   o.mtp_weight = args.GetDouble("mtp-weight", 0.0);
   o.device = args.Get("device", o.device);
+  o.matmul = args.Get("matmul", o.matmul);
+  train::MatmulType(o.matmul, torch::kCPU);  // a bad name fails here, before any rank starts
   if (o.mtp_weight < 0) throw Error(ErrorCode::kInvalidArgument, "train: --mtp-weight must be >= 0");
   if (o.steps < 1 || o.batch_tokens < 1 || o.max_len < 8 || o.warmup < 0 || o.window < 0 || o.threads < 1 ||
       o.eval_every < 1 || o.checkpoint_every < 1 || !(o.lr > 0)) {

@@ -37,6 +37,7 @@ int RunTrainBench(int argc, char** argv) {
              {"examples", "N", "examples read from --data (default 4000)"},
              {"mtp-weight", "X", "include the MTP loss with this weight (default 0)"},
              {"seed", "N", "seed (default 0)"},
+             {"matmul", "LIST", "product types, comma-separated: fp32, bf16, auto (default auto)"},
              {"profile", "", "also profile one step by op family"}});
   if (!args.Parse(argc, argv)) return 0;
 #if NEEDLE_HAVE_TRAIN
@@ -62,6 +63,14 @@ int RunTrainBench(int argc, char** argv) {
       const long long n = std::strtoll(item.c_str(), &end, 10);
       if (item.empty() || *end || n < 1 || n > 1024) throw Error(ErrorCode::kInvalidArgument, "train-bench: --threads '" + item + "' is not a thread count");
       o.threads.push_back(n);
+    }
+  }
+  if (args.Has("matmul")) {
+    o.matmul.clear();
+    std::stringstream list(args.Get("matmul"));
+    for (std::string item; std::getline(list, item, ',');) {
+      train::MatmulType(item, torch::kCPU);  // names a bad type
+      o.matmul.push_back(item);
     }
   }
   if (o.steps < 1 || o.warmup_steps < 0 || o.examples < 1 || o.train.batch_tokens < 1 || o.train.max_len < 8 || o.train.window < 0 ||
