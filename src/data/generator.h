@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,11 @@ class Generator {
  private:
   friend struct Build;
   Example Draw(uint64_t index, int draw) const;  // one draw of Generate's
+  // One capability and tool for a schema the generator does not synthesise
+  // (the user's --tools, the catalogue's API schemas); throws Error at `where`.
+  ToolSpec OwnTool(const ojson& tool, const std::string& where, const std::string& origin,
+                   const std::string& domain, std::set<std::string>& seen);
+  void SetApiTools();  // the catalogue's API schemas this split may declare
   const Catalogue& cat_;
   GeneratorOptions opt_;
   std::vector<const Capability*> targets_;     // with a template in this split
@@ -72,8 +78,10 @@ class Generator {
   std::vector<const Capability*> extraction_;  // record schemas with a passage in this split
   std::vector<const Capability*> pool_;        // may be declared (as distractors too)
   std::map<std::string, std::vector<const Capability*>> by_group_, by_domain_;
-  std::deque<Capability> user_caps_;           // --tools: one capability per user tool
+  std::deque<Capability> user_caps_;           // one capability per user or API tool
   std::vector<ToolSpec> user_tools_;
+  std::vector<ToolSpec> api_tools_;            // declarable in this split (its own and, in val/test, train's)
+  std::vector<size_t> api_targets_;            // those owned by this split: requests are made for them
 };
 
 // Renders one example in the SPEC §8 prompt format (for token estimates):

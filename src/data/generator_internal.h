@@ -85,6 +85,10 @@ struct Build {
   Example Extraction();
   Example Invented();
   Example User();
+  Example Api();
+  // Examples for schemas taken as they are (the user's, or the API schemas):
+  // requests for tools[targets[...]], the others as distractors; kind "user" or "api".
+  Example OwnTools(const std::vector<ToolSpec>& tools, const std::vector<size_t>& targets, const std::string& kind);
   bool HiddenRequest(const Capability& cap, Request& rq);
   Example RefuseOffTopic();
   Example RefuseUnserved(bool near_miss);
