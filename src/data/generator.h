@@ -7,8 +7,9 @@
 // group, a value outside the declared enum, a required argument missing);
 // extraction of records from passages; multi-turn sessions (tool results fed
 // back, lookup-then-act chains, a final [] "done", later requests); invented
-// capabilities with random names (to learn reading, not remembering); and,
-// with user tools, examples for the user's own schemas.
+// capabilities with random names (to learn reading, not remembering); real
+// API schemas (data/schemas) taken as they are; and, with user tools,
+// examples for the user's own schemas.
 #pragma once
 
 #include <cstdint>
@@ -23,12 +24,12 @@
 namespace needle::data {
 
 struct ExampleMeta {
-  std::string kind;                    // single, parallel, refuse_*, extraction, session, invented, user, ...
+  std::string kind;                    // single, parallel, refuse_*, extraction, session, invented, api, user, ...
   std::string domain;                  // domain of the (first) target; "" for off-topic
   std::vector<std::string> caps;       // target capabilities
   std::vector<std::string> templates;  // ids of the catalogue/session templates used
   std::vector<std::string> tools;      // declared tool names
-  std::vector<std::string> origins;    // per tool: catalogue | synthetic | invented | user
+  std::vector<std::string> origins;    // per tool: catalogue | synthetic | invented | user | api
   bool refusal = false;                // the first turn's answer is []
   int calls = 0;                       // calls in the first turn
   int turns = 1;

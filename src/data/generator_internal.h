@@ -3,7 +3,7 @@
 // own file:
 //   generator.cc      construction, the dispatch by kind, system facts, the answered one-turn kinds
 //   gen_schemas.cc    the tools declared: catalogue or synthesised spellings, distractors,
-//                     invented capabilities and the user's own schemas (--tools)
+//                     invented capabilities, the user's own schemas (--tools) and the API schemas
 //   gen_requests.cc   the request's phrasing: templates, style, wrappers, typos
 //   gen_values.cc     the values: drawn for a rendered template, then written into the call
 //   gen_refusals.cc   the refusal kinds
