@@ -39,6 +39,7 @@ TEST(ApiSchemas, VendoredExtractLoadsAndEverySchemaIsValid) {
   }
   EXPECT_GE(per_source["home_assistant"], 40u);
   EXPECT_GE(per_source["schema_org"], 40u);
+  EXPECT_GE(per_source["openapi"], 1u);
   // Some tools are held out whole for test (and val), as test-only capabilities are.
   EXPECT_GE(per_split[Split::kTest], 10u);
   EXPECT_GE(per_split[Split::kVal], 5u);

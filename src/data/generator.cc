@@ -302,16 +302,9 @@ Example Build::OwnTools(const std::vector<ToolSpec>& tools, const std::vector<si
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
   rng.Shuffle(idx);
   if (api) {
-    // A source, then one of its tools (the sources weigh alike, however many tools each
-    // has); the target first, then the others, same-source tools ahead 60% of the time.
-    std::vector<std::string> sources;
-    for (size_t t : targets)
-      if (std::find(sources.begin(), sources.end(), tools[t].cap->domain) == sources.end()) sources.push_back(tools[t].cap->domain);
-    const std::string& source = sources[rng.Below(sources.size())];
-    std::vector<size_t> of_source;
-    for (size_t t : targets)
-      if (tools[t].cap->domain == source) of_source.push_back(t);
-    const size_t target = of_source[rng.Below(of_source.size())];
+    // Every tool alike (a source of 4 tools must not weigh as much as one of 80); the
+    // target first, then the others, same-source tools ahead 60% of the time.
+    const size_t target = targets[rng.Below(targets.size())];
     const bool same_source = rng.Chance(0.6);
     std::stable_partition(idx.begin(), idx.end(), [&](size_t i) {
       return i == target;
