@@ -664,6 +664,7 @@ Catalogue Catalogue::Load(const std::string& dir) {
     }
   }
   for (const auto& s : cat.invented_params) check_pool(s, "lexicon invented_params");
+  cat.api_tools = LoadApiSchemas(dir + "/schemas", cat.catalogue_names);
   // Sessions: lookup-then-act chains and follow-ups.
   const std::string sf = dir + "/sessions.json";
   if (fs::exists(sf)) {

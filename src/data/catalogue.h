@@ -157,6 +157,15 @@ struct Pool {
   std::vector<Split> split;
 };
 
+// A tool schema from a real API description (data/schemas/*.json, built by
+// scripts/import-api-schemas): its source (the file's stem), the schema as
+// `--tools` reads it, and the split that owns it (by the hash of its name).
+struct ApiTool {
+  std::string source;
+  ojson schema;
+  Split split = Split::kTrain;
+};
+
 struct Catalogue {
   std::string dir;
   std::vector<Capability> caps;             // stable order (file name, then position)
@@ -168,6 +177,7 @@ struct Catalogue {
   std::set<std::string> catalogue_names;    // every catalogue spelling's tool name
   std::vector<SlotDef> invented_params;     // parameter kinds for invented capabilities
   std::set<std::string> held_out_requests;  // eval/'s requests, normalised: never generated (data/decontaminate.h)
+  std::vector<ApiTool> api_tools;           // schemas/*.json, in file order then tool order
 
   // Loads and checks every file; throws needle::Error naming the file and field.
   static Catalogue Load(const std::string& dir);
@@ -175,6 +185,14 @@ struct Catalogue {
   // Lexicon list `key` restricted to what `split` may use (stratified buckets).
   std::vector<std::string> Words(const std::string& key, Split split) const;
 };
+
+// Loads and checks schemas/*.json under `dir` (none when the directory is
+// absent); throws needle::Error naming the file, the tool and the field of a
+// mistake. A name may not repeat a catalogue spelling's (`taken`) or another
+// API tool's.
+std::vector<ApiTool> LoadApiSchemas(const std::string& dir, const std::set<std::string>& taken);
+// Checks one tool schema of schemas/*.json; `where` names it in errors.
+void CheckApiTool(const ojson& tool, const std::string& where);
 
 // The data directory: $NEEDLE_DATA_DIR, else the source tree's data/.
 std::string DefaultDataDir();

@@ -264,6 +264,16 @@ SlotDef UserSlot(const std::string& pname, const ojson& prop, const Catalogue& c
   if (format == "date" || has({"yyyy-mm-dd"}) || named("date") || named("day")) return s.kind = SlotKind::kDate, s;
   if (format == "time" || has({"hh:mm"}) || named("time")) return s.kind = SlotKind::kTime, s;
   s.kind = SlotKind::kText;
+  // An entity id such as light.kitchen: the description's example ("e.g. light.kitchen")
+  // names the entity's domain, whose pool spells ids the same way.
+  if (named("entity")) {
+    const std::string desc = prop.value("description", "");
+    const size_t eg = desc.find("e.g. ");
+    if (eg != std::string::npos) {
+      const std::string domain = desc.substr(eg + 5, desc.find('.', eg + 5) - (eg + 5));
+      if (cat.pools.count("entity_" + domain)) return s.pool = "entity_" + domain, s;
+    }
+  }
   static const std::vector<std::pair<std::vector<const char*>, const char*>> kHints = {
       {{"email"}, "email_address"},
       {{"phone", "number to call"}, "phone_number"},
@@ -312,9 +322,13 @@ void Generator::SetUserTools(const ojson& tools_in) {
   if (!tools.is_array() || tools.empty())
     throw Error(ErrorCode::kInvalidArgument, "--tools: expected a non-empty JSON array of tool schemas");
   std::set<std::string> seen;
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const ojson& t = tools[i];
-    const std::string where = "--tools: tool " + std::to_string(i);
+  for (size_t i = 0; i < tools.size(); ++i)
+    user_tools_.push_back(OwnTool(tools[i], "--tools: tool " + std::to_string(i), "user", "user", seen));
+}
+
+ToolSpec Generator::OwnTool(const ojson& t, const std::string& where, const std::string& origin,
+                            const std::string& domain, std::set<std::string>& seen) {
+  {
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
       throw Error(ErrorCode::kInvalidArgument, where + ": needs a string 'name'");
     const std::string name = t["name"].get<std::string>();
@@ -324,9 +338,9 @@ void Generator::SetUserTools(const ojson& tools_in) {
       throw Error(ErrorCode::kInvalidArgument, where + " '" + name + "': parameters must be a JSON Schema object");
     user_caps_.emplace_back();
     Capability& c = user_caps_.back();
-    c.id = "user:" + name;
-    c.domain = "user";
-    c.group = "user";
+    c.id = origin + ":" + name;
+    c.domain = domain;
+    c.group = origin;
     c.verbs = {HumanizeName(name)};
     c.objects = {HumanizeName(name)};
     const std::string desc = t.value("description", "");
@@ -336,7 +350,7 @@ void Generator::SetUserTools(const ojson& tools_in) {
       for (const auto& r : params["required"]) req.insert(r.get<std::string>());
     ToolSpec spec;
     spec.cap = &c;
-    spec.origin = "user";
+    spec.origin = origin;
     spec.schema = ojson::object();
     spec.schema["name"] = name;
     if (t.contains("description")) spec.schema["description"] = t["description"];
@@ -345,8 +359,13 @@ void Generator::SetUserTools(const ojson& tools_in) {
       for (const auto& [pname, prop] : params["properties"].items()) {
         const std::string pw = where + " '" + name + "' property '" + pname + "'";
         const std::string type = prop.contains("type") && prop["type"].is_string() ? prop["type"].get<std::string>() : "string";
-        if (type == "object" || (type == "array" && prop.contains("items") && prop["items"].value("type", "string") != "string")) {
-          if (req.count(pname)) throw Error(ErrorCode::kInvalidArgument, pw + ": required nested objects are not supported");
+        // Nested objects, arrays of enum values and date-times (a date and a time
+        // said together) have no phrasing here: declared, never filled.
+        const bool nested = type == "object" || (type == "array" && prop.contains("items") &&
+                                                 (prop["items"].value("type", "string") != "string" || prop["items"].contains("enum")));
+        if (nested || prop.value("format", "") == "date-time") {
+          if (req.count(pname))
+            throw Error(ErrorCode::kInvalidArgument, pw + ": required nested objects, enum arrays and date-times are not supported");
           ParamBinding b;
           b.name = pname;
           spec.params.push_back(b);  // never filled
@@ -381,7 +400,18 @@ void Generator::SetUserTools(const ojson& tools_in) {
         spec.params.push_back(b);
       }
     }
-    user_tools_.push_back(spec);
+    return spec;
+  }
+}
+
+void Generator::SetApiTools() {
+  std::set<std::string> seen;
+  for (const ApiTool& a : cat_.api_tools) {
+    // Targets only from this split's tools; val and test may declare train's as distractors.
+    const bool target = a.split == opt_.split;
+    if (!target && a.split != Split::kTrain) continue;
+    api_tools_.push_back(OwnTool(a.schema, cat_.dir + "/schemas/" + a.source + ".json", "api", a.source, seen));
+    if (target) api_targets_.push_back(api_tools_.size() - 1);
   }
 }
 

@@ -283,16 +283,43 @@ static bool SameFromAndTo(const ojson& call) {
 }
 
 Example Build::User() {
-  const auto& tools = g.user_tools_;
+  std::vector<size_t> all(g.user_tools_.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return OwnTools(g.user_tools_, all, "user");
+}
+
+// A request for one of the vendored API schemas (data/schemas), phrased the
+// way --tools phrases a user's own; the other declared tools are API tools
+// too, from the same source more often than not (similar tools side by side).
+Example Build::Api() { return OwnTools(g.api_tools_, g.api_targets_, "api"); }
+
+Example Build::OwnTools(const std::vector<ToolSpec>& tools, const std::vector<size_t>& targets, const std::string& kind) {
+  const bool api = kind == "api";
   DrawFacts(0.3);
   const size_t r = rng.Below(100);
   const int total = std::min<int>(static_cast<int>(tools.size()), std::max(1, ToolCount() - 1));
   std::vector<size_t> idx(tools.size());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
   rng.Shuffle(idx);
+  if (api) {
+    // Every tool alike (a source of 4 tools must not weigh as much as one of 80); the
+    // target first, then the others, same-source tools ahead 60% of the time.
+    const size_t target = targets[rng.Below(targets.size())];
+    const bool same_source = rng.Chance(0.6);
+    std::stable_partition(idx.begin(), idx.end(), [&](size_t i) {
+      return i == target;
+    });
+    if (same_source)
+      std::stable_partition(idx.begin() + 1, idx.end(), [&](size_t i) { return tools[i].cap->domain == tools[target].cap->domain; });
+  }
   if (r < 12) {
-    // Off-topic or a catalogue request none of the user's tools serves.
+    // Off-topic or a catalogue request none of the declared tools serves.
     for (int i = 0; i < total; ++i) Declare(tools[idx[i]]);
+    // The user's tools may all be declared in their app, so none may serve the
+    // request; for API tools the declared ones are what counts.
+    std::vector<const ToolSpec*> clash_with;
+    if (api) clash_with = declared;
+    else for (const ToolSpec& t : tools) clash_with.push_back(&t);
     std::string q0;
     std::string reason = "no declared tool handles this request";
     if (rng.Chance(0.5) || g.targets_.empty()) {
@@ -302,8 +329,8 @@ Example Build::User() {
         const Capability& cap = *PickTarget();
         // Skip catalogue capabilities whose words appear in the user's tools.
         bool clash = false;
-        for (const ToolSpec& t : tools) {
-          const std::string text = Lower(t.schema.dump());
+        for (const ToolSpec* t : clash_with) {
+          const std::string text = Lower(t->schema.dump());
           for (const std::string& w : SplitIdentifier(cap.objects[0])) clash = clash || (w.size() > 3 && text.find(w) != std::string::npos);
         }
         if (clash) continue;
@@ -320,7 +347,7 @@ Example Build::User() {
     ShuffleDeclared();
     const Style st = DrawStyle();
     const std::string q = Assemble({{TidySpaces(q0), false}}, st, false, q0.back() == '?');
-    meta.kind = "refuse_user", meta.domain = "user";
+    meta.kind = "refuse_" + kind, meta.domain = api ? "api" : "user";
     return {Output(q, ojson::array(), reason), meta};
   }
   const ToolSpec& T = tools[idx[0]];
@@ -342,10 +369,10 @@ Example Build::User() {
     Finish(rq, st);
     if (SameFromAndTo(rq.call)) continue;  // "from GBP to GBP" is no request
     const std::string q = Assemble(Pieces(rq), st, local.templates[0].command, local.templates[0].pattern.is_question());
-    meta.kind = "user", meta.domain = "user", meta.caps = {T.name()};
+    meta.kind = kind, meta.domain = T.cap->domain, meta.caps = {T.name()};
     return {Output(q, ojson::array({rq.call}), rq.reason), meta};
   }
-  throw Error(ErrorCode::kInvalidArgument, "--tools: cannot phrase a request for tool '" + T.name() + "'");
+  throw Error(ErrorCode::kInvalidArgument, (api ? "data/schemas: " : "--tools: ") + std::string("cannot phrase a request for tool '") + T.name() + "'");
 }
 
 Generator::Generator(const Catalogue& cat, GeneratorOptions opt) : cat_(cat), opt_(opt) {
@@ -370,6 +397,7 @@ Generator::Generator(const Catalogue& cat, GeneratorOptions opt) : cat_(cat), op
     for (const SlotDef& s : c->slots) dated = dated || s.kind == SlotKind::kDate;
     target_weights_.push_back((dated ? 2.0 : 1.0) / std::sqrt(static_cast<double>(per_domain[c->domain])));
   }
+  SetApiTools();
 }
 
 Example Generator::Generate(uint64_t index) const {
@@ -386,7 +414,7 @@ Example Generator::Draw(uint64_t index, int draw) const {
   if (!user_tools_.empty()) return b.User();
   if (opt_.long_sessions) return b.Session();
   // Mixture (see docs/data-format.md): about 13% refusals overall.
-  static const std::vector<double> kWeights = {
+  const std::vector<double> kWeights = {
       47,   // single
       7,    // parallel
       2.8,  // refuse: off-topic
@@ -397,6 +425,7 @@ Example Generator::Draw(uint64_t index, int draw) const {
       8,    // extraction
       11,   // session
       7,    // invented capabilities
+      api_targets_.empty() ? 0.0 : 12.0,  // real API schemas (data/schemas), ~11.5%
   };
   switch (b.rng.Weighted(kWeights)) {
     case 0: return b.Single();
@@ -408,7 +437,8 @@ Example Generator::Draw(uint64_t index, int draw) const {
     case 6: return b.RefuseMissing();
     case 7: return b.Extraction();
     case 8: return b.Session();
-    default: return b.Invented();
+    case 9: return b.Invented();
+    default: return b.Api();
   }
 }
 

@@ -7,13 +7,15 @@
 // group, a value outside the declared enum, a required argument missing);
 // extraction of records from passages; multi-turn sessions (tool results fed
 // back, lookup-then-act chains, a final [] "done", later requests); invented
-// capabilities with random names (to learn reading, not remembering); and,
-// with user tools, examples for the user's own schemas.
+// capabilities with random names (to learn reading, not remembering); real
+// API schemas (data/schemas) taken as they are; and, with user tools,
+// examples for the user's own schemas.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,12 +24,12 @@
 namespace needle::data {
 
 struct ExampleMeta {
-  std::string kind;                    // single, parallel, refuse_*, extraction, session, invented, user, ...
+  std::string kind;                    // single, parallel, refuse_*, extraction, session, invented, api, user, ...
   std::string domain;                  // domain of the (first) target; "" for off-topic
   std::vector<std::string> caps;       // target capabilities
   std::vector<std::string> templates;  // ids of the catalogue/session templates used
   std::vector<std::string> tools;      // declared tool names
-  std::vector<std::string> origins;    // per tool: catalogue | synthetic | invented | user
+  std::vector<std::string> origins;    // per tool: catalogue | synthetic | invented | user | api
   bool refusal = false;                // the first turn's answer is []
   int calls = 0;                       // calls in the first turn
   int turns = 1;
@@ -65,6 +67,11 @@ class Generator {
  private:
   friend struct Build;
   Example Draw(uint64_t index, int draw) const;  // one draw of Generate's
+  // One capability and tool for a schema the generator does not synthesise
+  // (the user's --tools, the catalogue's API schemas); throws Error at `where`.
+  ToolSpec OwnTool(const ojson& tool, const std::string& where, const std::string& origin,
+                   const std::string& domain, std::set<std::string>& seen);
+  void SetApiTools();  // the catalogue's API schemas this split may declare
   const Catalogue& cat_;
   GeneratorOptions opt_;
   std::vector<const Capability*> targets_;     // with a template in this split
@@ -72,8 +79,10 @@ class Generator {
   std::vector<const Capability*> extraction_;  // record schemas with a passage in this split
   std::vector<const Capability*> pool_;        // may be declared (as distractors too)
   std::map<std::string, std::vector<const Capability*>> by_group_, by_domain_;
-  std::deque<Capability> user_caps_;           // --tools: one capability per user tool
+  std::deque<Capability> user_caps_;           // one capability per user or API tool
   std::vector<ToolSpec> user_tools_;
+  std::vector<ToolSpec> api_tools_;            // declarable in this split (its own and, in val/test, train's)
+  std::vector<size_t> api_targets_;            // those owned by this split: requests are made for them
 };
 
 // Renders one example in the SPEC §8 prompt format (for token estimates):

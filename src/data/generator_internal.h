@@ -3,7 +3,7 @@
 // own file:
 //   generator.cc      construction, the dispatch by kind, system facts, the answered one-turn kinds
 //   gen_schemas.cc    the tools declared: catalogue or synthesised spellings, distractors,
-//                     invented capabilities and the user's own schemas (--tools)
+//                     invented capabilities, the user's own schemas (--tools) and the API schemas
 //   gen_requests.cc   the request's phrasing: templates, style, wrappers, typos
 //   gen_values.cc     the values: drawn for a rendered template, then written into the call
 //   gen_refusals.cc   the refusal kinds
@@ -85,6 +85,10 @@ struct Build {
   Example Extraction();
   Example Invented();
   Example User();
+  Example Api();
+  // Examples for schemas taken as they are (the user's, or the API schemas):
+  // requests for tools[targets[...]], the others as distractors; kind "user" or "api".
+  Example OwnTools(const std::vector<ToolSpec>& tools, const std::vector<size_t>& targets, const std::string& kind);
   bool HiddenRequest(const Capability& cap, Request& rq);
   Example RefuseOffTopic();
   Example RefuseUnserved(bool near_miss);

@@ -17,22 +17,14 @@
 #include "data/schema_check.h"
 #include "data/words.h"
 #include "data/stats.h"
+#include "data/testing/catalogue_fixture.h"
 
 namespace needle::data {
 namespace {
 
-const Catalogue& Cat() {
-  static const Catalogue cat = Catalogue::Load(std::string(NEEDLE_SOURCE_DIR) + "/data");
-  return cat;
-}
+const Catalogue& Cat() { return testing::SourceCatalogue(); }
 
-std::vector<Example> Generate(Split split, size_t n, uint64_t seed) {
-  Generator gen(Cat(), GeneratorOptions{seed, split});
-  std::vector<Example> out;
-  out.reserve(n);
-  for (size_t i = 0; i < n; ++i) out.push_back(gen.Generate(i));
-  return out;
-}
+std::vector<Example> Generate(Split split, size_t n, uint64_t seed) { return testing::GenerateExamples(split, n, seed); }
 
 const std::vector<Example>& Train() {
   static const std::vector<Example> v = Generate(Split::kTrain, 10000, 7);
