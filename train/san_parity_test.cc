@@ -4,6 +4,7 @@
 // and sequences longer than S + W where eviction matters).
 #include <gtest/gtest.h>
 
+#include "base/error.h"
 #include "base/random.h"
 #include "io/tokenizer_blob.h"
 #include "model/reference_model.h"
@@ -144,6 +145,39 @@ TEST_F(parity, PackedRowsGiveTheGradientsOfSeparateOnes) {
   std::printf("[ parity ] packed vs separate: loss %.4f / %.4f, max |dgrad| %.2e of %.2e\n", packed_loss, separate_loss, worst, scale);
   EXPECT_GT(scale, 0.0);
   EXPECT_LE(worst, 1e-4 * scale);
+}
+
+}  // namespace
+}  // namespace needle::train
+
+namespace needle::train {
+namespace {
+
+// bf16 products (--matmul bf16) keep the fp32 model's logits to bf16's
+// precision and its gradients' direction; a bad --matmul name is an error.
+TEST(MatmulType, Bf16ProductsFollowFp32) {
+  const ModelConfig c = testing::SmallConfig();
+  San model(c, std::vector<HeadSpec>{}, 7);
+  const TrainBatch b = TrainBatch::From(PackExamples({Prompt(RandomIds(70, c.vocab_size, 9), 8)}, 80, c, 32), c);
+  auto run = [&](torch::ScalarType type) {
+    model->set_matmul_type(type);
+    model->zero_grad();
+    const auto logits = model->forward(b, 32);
+    logits.pow(2).mean().backward();
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : model->parameters()) grads.push_back(p.grad().defined() ? p.grad().clone().reshape({-1}) : torch::zeros({p.numel()}));
+    return std::pair{logits.detach(), torch::cat(grads)};
+  };
+  const auto [l32, g32] = run(torch::kFloat32);
+  const auto [l16, g16] = run(torch::kBFloat16);
+  const float scale = l32.abs().max().item<float>();
+  const float gap = (l16 - l32).abs().max().item<float>();
+  EXPECT_GT(gap, 0.0f);  // the products did run in bf16
+  EXPECT_LT(gap, 0.05f * scale);
+  EXPECT_GT(torch::cosine_similarity(g16, g32, 0).item<float>(), 0.99f);
+  EXPECT_EQ(MatmulType("fp32", torch::kCPU), torch::kFloat32);
+  EXPECT_EQ(MatmulType("bf16", torch::kCPU), torch::kBFloat16);
+  EXPECT_THROW(MatmulType("fp8", torch::kCPU), needle::Error);
 }
 
 }  // namespace
