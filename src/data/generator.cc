@@ -5,6 +5,7 @@
 
 #include "base/error.h"               // Error
 #include "data/decontaminate.h"        // AsksAnyOf
+#include "data/gen_wordnet.h"         // ParaphraseRequests
 #include "data/generator_internal.h"  // Build
 #include "data/names.h"               // HumanizeName
 #include "data/words.h"               // Trim, CapitalizeFirst, kWeekdayNames
@@ -398,6 +399,13 @@ Generator::Generator(const Catalogue& cat, GeneratorOptions opt) : cat_(cat), op
     target_weights_.push_back((dated ? 2.0 : 1.0) / std::sqrt(static_cast<double>(per_domain[c->domain])));
   }
   SetApiTools();
+  if (opt_.wordnet < 0 || opt_.wordnet > 1)
+    throw Error(ErrorCode::kInvalidArgument, "generate-data: --wordnet must be a share in [0, 1]");
+  if (opt_.wordnet > 0) {
+    auto wn = std::make_shared<WordNet>(opt_.wordnet_dir);
+    wn->Load();  // a missing directory is an error now, not at the first paraphrase
+    wordnet_ = wn;
+  }
 }
 
 Example Generator::Generate(uint64_t index) const {
@@ -411,6 +419,15 @@ Example Generator::Generate(uint64_t index) const {
 
 Example Generator::Draw(uint64_t index, int draw) const {
   Build b(*this, index, draw);
+  Example ex = DrawKind(b);
+  // Last, so that without it (or when the coin says no) nothing else changes.
+  // Extraction passages are documents, not requests: left as written.
+  if (wordnet_ && ex.meta.kind.find("extraction") == std::string::npos && b.rng.Chance(opt_.wordnet))
+    ex.meta.paraphrases = ParaphraseRequests(ex.json, *wordnet_, b.rng);
+  return ex;
+}
+
+Example Generator::DrawKind(Build& b) const {
   if (!user_tools_.empty()) return b.User();
   if (opt_.long_sessions) return b.Session();
   // Mixture (see docs/data-format.md): about 13% refusals overall.

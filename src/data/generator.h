@@ -15,11 +15,13 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "data/catalogue.h"  // Catalogue, Capability, ToolSpec, Split
+#include "data/wordnet.h"    // WordNet
 
 namespace needle::data {
 
@@ -33,6 +35,7 @@ struct ExampleMeta {
   bool refusal = false;                // the first turn's answer is []
   int calls = 0;                       // calls in the first turn
   int turns = 1;
+  std::vector<std::string> paraphrases;  // WordNet replacements in the requests ("buy -> purchase")
 };
 
 struct Example {
@@ -48,7 +51,14 @@ struct GeneratorOptions {
   // measured turns come after more history than the 256-token window holds
   // (what a long-running assistant sees).
   bool long_sessions = false;
+  // Share of examples whose requests get WordNet synonyms or hypernyms for
+  // some template words (gen_wordnet.h); 0 leaves the output as it was
+  // without it, byte for byte. >0 needs WordNet's files in wordnet_dir.
+  double wordnet = 0;
+  std::string wordnet_dir = WordNet::kDefaultDir;
 };
+
+struct Build;  // one example while it is built (generator_internal.h)
 
 class Generator {
  public:
@@ -67,6 +77,7 @@ class Generator {
  private:
   friend struct Build;
   Example Draw(uint64_t index, int draw) const;  // one draw of Generate's
+  Example DrawKind(Build& b) const;             // the example of Draw, before paraphrasing
   // One capability and tool for a schema the generator does not synthesise
   // (the user's --tools, the catalogue's API schemas); throws Error at `where`.
   ToolSpec OwnTool(const ojson& tool, const std::string& where, const std::string& origin,
@@ -83,6 +94,7 @@ class Generator {
   std::vector<ToolSpec> user_tools_;
   std::vector<ToolSpec> api_tools_;            // declarable in this split (its own and, in val/test, train's)
   std::vector<size_t> api_targets_;            // those owned by this split: requests are made for them
+  std::shared_ptr<const WordNet> wordnet_;     // loaded when opt_.wordnet > 0
 };
 
 // Renders one example in the SPEC §8 prompt format (for token estimates):

@@ -300,6 +300,40 @@ TEST(Cli, GenerateData) {
   EXPECT_NE(Slurp(a).find("feed_cat"), std::string::npos);
 }
 
+// --wordnet P: the default 0.5 paraphrases some requests and nothing else;
+// --wordnet 0 needs no WordNet; --meta lists what was replaced.
+TEST(Cli, GenerateDataWordNet) {
+  const std::string off = TempDir() + "/wn-off.jsonl", on = TempDir() + "/wn-on.jsonl";
+  Result r = RunNeedle("generate-data --num 200 --seed 3 --wordnet 0 --wordnet-dir /nonexistent --out " + off);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = RunNeedle("generate-data --num 200 --seed 3 --meta --out " + on);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string a = Slurp(off), b = Slurp(on);
+  size_t sa = 0, sb = 0, changed = 0, listed = 0;
+  for (size_t ea, eb; (ea = a.find('\n', sa)) != std::string::npos && (eb = b.find('\n', sb)) != std::string::npos;
+       sa = ea + 1, sb = eb + 1) {
+    auto x = nlohmann::json::parse(a.substr(sa, ea - sa)), y = nlohmann::json::parse(b.substr(sb, eb - sb));
+    ASSERT_TRUE(y.contains("meta") && y["meta"].contains("paraphrases")) << y.dump();
+    listed += !y["meta"]["paraphrases"].empty();
+    y.erase("meta");
+    changed += x != y;
+    for (auto* e : {&x, &y}) {
+      e->erase("query");
+      if (e->contains("turns"))
+        for (auto& t : (*e)["turns"]) t.erase("query");
+    }
+    EXPECT_EQ(x, y);  // tools, answers, reasoning, facts: as without paraphrasing
+  }
+  EXPECT_GT(changed, 10u);  // about 12% of the examples at the default 0.5
+  EXPECT_EQ(changed, listed);
+  r = RunNeedle("generate-data --num 5 --wordnet 0.5 --wordnet-dir /nonexistent --out " + on);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("/nonexistent"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--wordnet 0"), std::string::npos) << r.err;
+  r = RunNeedle("generate-data --num 5 --wordnet 2 --out " + on);
+  EXPECT_EQ(r.code, 2) << r.err;
+}
+
 }  // namespace
 
 namespace {

@@ -26,7 +26,10 @@ int RunGenerateData(int argc, char** argv) {
              {"max-tools", "N", "at most N tools per example, 2-8 (default 8; 5 matches SPEC §10 retrieval)"},
              {"long-sessions", "", "every example a session with 6-14 later requests (the window slides over the earlier turns)"},
              {"stats", "", "print a summary (stderr, or stdout without --out)"},
-             {"meta", "", "add a \"meta\" object per example (kind, domain, templates; ignored by training)"},
+             {"meta", "", "add a \"meta\" object per example (kind, domain, templates, paraphrases; ignored by training)"},
+             {"wordnet", "P", "share of examples whose requests get WordNet synonyms/hypernyms for some\n"
+                              "template words (default 0.5; 0 = the output without them, byte for byte)"},
+             {"wordnet-dir", "DIR", "WordNet's dict files (default /usr/share/wordnet; Debian: wordnet-base)"},
              {"data", "DIR", "catalogue directory (default: $NEEDLE_DATA_DIR or the source tree's data/)"}});
   if (!args.Parse(argc, argv)) return 0;
   if (!args.positionals().empty())
@@ -48,6 +51,8 @@ int RunGenerateData(int argc, char** argv) {
   opt.max_tools = static_cast<int>(args.GetInt("max-tools", 8));
   if (opt.max_tools < 2 || opt.max_tools > 8) throw Error(ErrorCode::kInvalidArgument, "generate-data: --max-tools must be 2..8");
   opt.long_sessions = args.Has("long-sessions");
+  opt.wordnet = args.GetDouble("wordnet", 0.5);
+  opt.wordnet_dir = args.Get("wordnet-dir", data::WordNet::kDefaultDir);
   if (opt.long_sessions && args.Has("tools"))
     throw Error(ErrorCode::kInvalidArgument, "generate-data: --long-sessions is for the catalogue, not --tools");
   data::Generator gen(cat, opt);
@@ -86,6 +91,7 @@ int RunGenerateData(int argc, char** argv) {
       m["capabilities"] = ex.meta.caps;
       m["templates"] = ex.meta.templates;
       m["origins"] = ex.meta.origins;
+      if (opt.wordnet > 0) m["paraphrases"] = ex.meta.paraphrases;
       ex.json["meta"] = m;
     }
     line = ex.json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
