@@ -310,7 +310,8 @@ TEST(Session, AnIdentifierAfterALookupIsTheNamedRecords) {
 // folds case; the default model wrote "GoOGL" for "GOOGL").
 // A call that falls into a loop ends there, completed by the grammar, with a
 // warning; it does not run on to max_new_tokens. (The default model loops in
-// a free string here when copying is only a preference: "1974. p. p. p. ...")
+// free strings on these citations when copying is only a preference:
+// "Theory of p. p. p. ...", "2017. p. 7. 7. 7. ...")
 TEST(Session, ACallThatLoopsEndsAtTheLoop) {
   if (Model::Embedded().empty()) GTEST_SKIP() << "built without the default model";
   const char* tools = R"([{"name":"reference_cite","description":"Record a citation.","parameters":{"type":"object",
@@ -319,16 +320,21 @@ TEST(Session, ACallThatLoopsEndsAtTheLoop) {
       "doi":{"type":"string"}},"required":["author_list","title","year"]}}])";
   SessionOptions o;
   o.copy_bias = 8.0f;
-  o.reasoning_beams = 1;  // (greedy: the beam search's plan leads to a call that does not loop)
-  const Envelope e = DefaultModelSession(o, tools)->Query(
-      "Beatrice Nelson, I. W. Sharma and Zoey Lefebvre. \"Deep Residual Learning for Image Recognition.\" 1974. pp. e4579.");
-  ExpectWellFormed(e);
-  ASSERT_TRUE(e.success()) << e.Dump();
-  ASSERT_FALSE(grammar::ValidateCall(e.function_calls.dump(), tools)) << e.Dump();
-  bool looped = false;
-  for (const std::string& w : e.warnings) looped |= w.find("repeating loop") != std::string::npos;
-  EXPECT_TRUE(looped) << e.Dump();
-  EXPECT_EQ(e.Dump().find("max_new_tokens"), std::string::npos) << e.Dump();
+  o.reasoning_beams = 1;  // (greedy: the beam search's plans lead to calls that loop less)
+  size_t looped_calls = 0;
+  for (const char* citation : {"Beatrice Nelson. \"A Theory of p-adic Forms.\" 1973. pp. e4579.",
+                               "Omar Haddad, Beatrice Nelson. \"A Theory of p-adic Forms.\" 2017. p. p. 7.",
+                               "Beatrice Nelson, I. W. Sharma and Zoey Lefebvre. \"Deep Residual Learning for Image Recognition.\" 1974. pp. e4579."}) {
+    const Envelope e = DefaultModelSession(o, tools)->Query(citation);
+    ExpectWellFormed(e);
+    ASSERT_TRUE(e.success()) << e.Dump();
+    ASSERT_FALSE(grammar::ValidateCall(e.function_calls.dump(), tools)) << e.Dump();
+    EXPECT_EQ(e.Dump().find("max_new_tokens"), std::string::npos) << e.Dump();
+    bool looped = false;
+    for (const std::string& w : e.warnings) looped |= w.find("repeating loop") != std::string::npos;
+    looped_calls += looped && e.type == EnvelopeType::kCall;
+  }
+  EXPECT_GE(looped_calls, 1u) << "the default model loops on none of these citations any more: find one it loops on";
 }
 
 // Two requests in one: the plan's second call is not the first planned again
