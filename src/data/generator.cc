@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "base/error.h"               // Error
 #include "data/decontaminate.h"        // AsksAnyOf
@@ -399,6 +400,19 @@ Generator::Generator(const Catalogue& cat, GeneratorOptions opt) : cat_(cat), op
     target_weights_.push_back((dated ? 2.0 : 1.0) / std::sqrt(static_cast<double>(per_domain[c->domain])));
   }
   SetApiTools();
+  for (const KindWeight& k : kKindMix) {
+    const auto it = opt_.kind_mix.find(k.name);
+    kind_weights_.push_back(it != opt_.kind_mix.end() ? it->second : k.weight);
+  }
+  if (api_targets_.empty()) kind_weights_.back() = 0.0;  // no API schemas in this catalogue
+  for (const auto& [name, w] : opt_.kind_mix) {
+    bool known = false;
+    for (const KindWeight& k : kKindMix) known = known || name == k.name;
+    if (!known) throw Error(ErrorCode::kInvalidArgument, "generate-data: unknown kind '" + name + "' in the mix");
+  }
+  double total = 0;
+  for (double w : kind_weights_) total += w;
+  if (!(total > 0)) throw Error(ErrorCode::kInvalidArgument, "generate-data: --mix leaves every kind at weight 0");
   if (opt_.wordnet < 0 || opt_.wordnet > 1)
     throw Error(ErrorCode::kInvalidArgument, "generate-data: --wordnet must be a share in [0, 1]");
   if (opt_.wordnet > 0) {
@@ -427,24 +441,52 @@ Example Generator::Draw(uint64_t index, int draw) const {
   return ex;
 }
 
+const KindWeight kKindMix[11] = {
+    {"single", 47},
+    {"parallel", 7},
+    {"refuse_offtopic", 2.8},
+    {"refuse_offdomain", 2.8},  // a tool of another domain
+    {"refuse_nearmiss", 3.4},   // a near miss in the same group
+    {"refuse_enum", 1.4},       // a value outside the enum
+    {"refuse_missing", 1.3},    // a required argument missing
+    {"extraction", 8},
+    {"session", 11},
+    {"invented", 7},
+    {"api", 12},  // real API schemas (data/schemas), ~11.5%
+};
+
+std::map<std::string, double> ParseKindMix(const std::string& text) {
+  std::map<std::string, double> mix;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    at = comma + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    bool known = false;
+    for (const KindWeight& k : kKindMix) known = known || name == k.name;
+    if (!known) {
+      std::string names;
+      for (const KindWeight& k : kKindMix) names += std::string(names.empty() ? "" : ", ") + k.name;
+      throw Error(ErrorCode::kInvalidArgument, "generate-data: --mix: unknown kind '" + name + "' (kinds: " + names + ")");
+    }
+    double w = -1;
+    char* end = nullptr;
+    if (eq != std::string::npos && eq + 1 < item.size()) w = std::strtod(item.c_str() + eq + 1, &end);
+    if (w < 0 || !std::isfinite(w) || end == nullptr || *end != '\0')
+      throw Error(ErrorCode::kInvalidArgument, "generate-data: --mix: '" + item + "' is not KIND=WEIGHT with a weight >= 0");
+    if (!mix.emplace(name, w).second)
+      throw Error(ErrorCode::kInvalidArgument, "generate-data: --mix: kind '" + name + "' given twice");
+  }
+  return mix;
+}
+
 Example Generator::DrawKind(Build& b) const {
   if (!user_tools_.empty()) return b.User();
   if (opt_.long_sessions) return b.Session();
-  // Mixture (see docs/data-format.md): about 13% refusals overall.
-  const std::vector<double> kWeights = {
-      47,   // single
-      7,    // parallel
-      2.8,  // refuse: off-topic
-      2.8,  // refuse: another domain
-      3.4,  // refuse: near miss
-      1.4,  // refuse: value outside the enum
-      1.3,  // refuse: required argument missing
-      8,    // extraction
-      11,   // session
-      7,    // invented capabilities
-      api_targets_.empty() ? 0.0 : 12.0,  // real API schemas (data/schemas), ~11.5%
-  };
-  switch (b.rng.Weighted(kWeights)) {
+  switch (b.rng.Weighted(kind_weights_)) {
     case 0: return b.Single();
     case 1: return b.Parallel();
     case 2: return b.RefuseOffTopic();

@@ -56,7 +56,22 @@ struct GeneratorOptions {
   // without it, byte for byte. >0 needs WordNet's files in wordnet_dir.
   double wordnet = 0;
   std::string wordnet_dir = WordNet::kDefaultDir;
+  // Weights of the catalogue's kinds by name, replacing the defaults of
+  // kKindMix for the kinds named (ParseKindMix reads "parallel=14,...").
+  std::map<std::string, double> kind_mix = {};
 };
+
+// The catalogue's kinds as drawn, with their default weights (about 13%
+// refusals overall; docs/data-format.md). `api` is 0 when data/schemas is empty.
+struct KindWeight {
+  const char* name;
+  double weight;
+};
+extern const KindWeight kKindMix[11];
+
+// "parallel=14,extraction=16": kind names of kKindMix, weights >= 0. Throws
+// Error naming an unknown kind, a bad weight or a kind given twice.
+std::map<std::string, double> ParseKindMix(const std::string& text);
 
 struct Build;  // one example while it is built (generator_internal.h)
 
@@ -87,6 +102,7 @@ class Generator {
   GeneratorOptions opt_;
   std::vector<const Capability*> targets_;     // with a template in this split
   std::vector<double> target_weights_;         // domain-balanced (1/sqrt of the domain's size), dates x2
+  std::vector<double> kind_weights_;           // kKindMix's order, opt_.kind_mix applied
   std::vector<const Capability*> extraction_;  // record schemas with a passage in this split
   std::vector<const Capability*> pool_;        // may be declared (as distractors too)
   std::map<std::string, std::vector<const Capability*>> by_group_, by_domain_;

@@ -334,6 +334,24 @@ TEST(Cli, GenerateDataWordNet) {
   EXPECT_EQ(r.code, 2) << r.err;
 }
 
+TEST(Cli, GenerateDataMix) {
+  const std::string out = TempDir() + "/mix.jsonl";
+  Result r = RunNeedle("generate-data --num 400 --seed 3 --wordnet 0 --meta --mix parallel=40,extraction=40 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string text = Slurp(out);
+  size_t parallel = 0, lines = 0;
+  for (size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1, ++lines)
+    parallel += nlohmann::json::parse(text.substr(at, end - at))["meta"]["kind"] == "parallel";
+  EXPECT_EQ(lines, 400u);
+  EXPECT_GT(parallel, 60u);  // about 22% (40 of 176.7); 7% by default
+  r = RunNeedle("generate-data --num 5 --mix parallel=3,sessions=2 --out " + out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown kind 'sessions'"), std::string::npos) << r.err;
+  r = RunNeedle("generate-data --num 5 --long-sessions --mix parallel=3 --out " + out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--mix"), std::string::npos) << r.err;
+}
+
 }  // namespace
 
 namespace {

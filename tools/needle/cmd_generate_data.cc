@@ -29,6 +29,9 @@ int RunGenerateData(int argc, char** argv) {
              {"meta", "", "add a \"meta\" object per example (kind, domain, templates, paraphrases; ignored by training)"},
              {"wordnet", "P", "share of examples whose requests get WordNet synonyms/hypernyms for some\n"
                               "template words (default 0.5; 0 = the output without them, byte for byte)"},
+             {"mix", "KIND=W,...", "weights of the catalogue's kinds, replacing the defaults of those named:\n"
+                                   "single 47, parallel 7, refuse_offtopic 2.8, refuse_offdomain 2.8, refuse_nearmiss 3.4,\n"
+                                   "refuse_enum 1.4, refuse_missing 1.3, extraction 8, session 11, invented 7, api 12"},
              {"wordnet-dir", "DIR", "WordNet's dict files (default /usr/share/wordnet; Debian: wordnet-base)"},
              {"data", "DIR", "catalogue directory (default: $NEEDLE_DATA_DIR or the source tree's data/)"}});
   if (!args.Parse(argc, argv)) return 0;
@@ -53,6 +56,9 @@ int RunGenerateData(int argc, char** argv) {
   opt.long_sessions = args.Has("long-sessions");
   opt.wordnet = args.GetDouble("wordnet", 0.5);
   opt.wordnet_dir = args.Get("wordnet-dir", data::WordNet::kDefaultDir);
+  if (args.Has("mix")) opt.kind_mix = data::ParseKindMix(args.Get("mix"));
+  if (args.Has("mix") && (args.Has("tools") || opt.long_sessions))
+    throw Error(ErrorCode::kInvalidArgument, "generate-data: --mix weighs the catalogue's kinds; it does not apply to --tools or --long-sessions");
   if (opt.long_sessions && args.Has("tools"))
     throw Error(ErrorCode::kInvalidArgument, "generate-data: --long-sessions is for the catalogue, not --tools");
   data::Generator gen(cat, opt);
