@@ -52,7 +52,7 @@ def library():
     lib.needle_model_default.argtypes = []
     lib.needle_model_default.restype = c_void_p
     lib.needle_model_free.argtypes = [c_void_p]
-    lib.needle_model_free.restype = None
+    lib.needle_model_free.restype = c_int
     lib.needle_session_new.argtypes = [c_void_p, c_char_p, c_char_p, c_char_p]
     lib.needle_session_new.restype = c_void_p
     lib.needle_session_complete.argtypes = [c_void_p, c_char_p, c_int, ctypes.POINTER(ctypes.c_char), c_int]
@@ -70,9 +70,9 @@ def library():
     lib.needle_session_set_reasoning_beams.argtypes = [c_void_p, c_int]
     lib.needle_session_set_reasoning_beams.restype = c_int
     lib.needle_session_reset.argtypes = [c_void_p]
-    lib.needle_session_reset.restype = None
+    lib.needle_session_reset.restype = c_int
     lib.needle_session_free.argtypes = [c_void_p]
-    lib.needle_session_free.restype = None
+    lib.needle_session_free.restype = c_int
     _lib = lib
     return lib
 
@@ -87,6 +87,8 @@ def _enc(x):
         return None
     if not isinstance(x, str):
         x = json.dumps(x, ensure_ascii=False, separators=(",", ":"))
+    if "\0" in x:  # a C string would end there: the engine would read a shorter text
+        raise ValueError(f"text holds a NUL character at offset {x.index(chr(0))}")
     return x.encode("utf-8")
 
 
@@ -191,7 +193,9 @@ class Session:
         return json.loads(buf.raw[:n].decode("utf-8"))
 
     def reset(self):
-        library().needle_session_reset(self._h)
+        rc = library().needle_session_reset(self._h)
+        if rc < 0:
+            raise _error("needle_session_reset", rc)
 
     def __del__(self):
         if getattr(self, "_h", None):

@@ -113,6 +113,21 @@ class Abi(unittest.TestCase):
             "a": {"anyOf": [{"type": "string"}]}}}}]).complete("do f", 32)
         self.assertTrue(any("anyOf" in w for w in env.get("warnings", [])), env)
 
+    def test_misused_handles_and_nul(self):
+        lib = self.lib
+        model = needle.Model(blob=self.blob)
+        s = lib.needle_session_new(model._h, None, json.dumps(TOOLS_A).encode(), None)
+        self.assertTrue(s)
+        self.assertEqual(lib.needle_session_free(s), 0)
+        self.assertEqual(lib.needle_session_free(s), -1)  # freed twice: an error, not a crash
+        self.assertIn(b"was freed", lib.needle_last_error())
+        buf = ctypes.create_string_buffer(256)
+        self.assertEqual(lib.needle_session_complete(s, b"hi", 8, buf, 256), -1)  # used after free
+        self.assertEqual(lib.needle_session_complete(model._h, b"hi", 8, buf, 256), -1)  # a model as a session
+        self.assertIn(b"needle_model handle where a needle_session", lib.needle_last_error())
+        with self.assertRaises(ValueError):  # a NUL would end the C string: the engine would read less
+            needle.Session(model, TOOLS_A).complete("lights\0 off", 16)
+
     def test_window_requests(self):
         model = needle.Model(blob=self.blob)
         s = needle.Session(model, TOOLS_A, window_requests=1)

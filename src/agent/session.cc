@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "base/utf8.h"
 #include "io/tokenizer_blob.h"  // fixed marker ids
 #include "text/prompt.h"
 
@@ -289,6 +290,13 @@ Envelope Session::ToolResult(std::string_view result_json, uint32_t max_new_toke
 }
 
 Envelope Session::Turn(TurnKind kind, std::string_view text, uint32_t max_new_tokens) {
+  // Bytes that are not text are refused before the turn starts, so the
+  // session stays where it was (a call still waits for its result).
+  try {
+    CheckText(text, kind == TurnKind::kQuery ? "the query" : "the tool result");
+  } catch (const Error& e) {
+    return ErrorEnvelope(e.code(), e.what());
+  }
   try {
     return TurnOrThrow(kind, text, max_new_tokens);
   } catch (const Error& e) {

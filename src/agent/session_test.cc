@@ -377,10 +377,17 @@ TEST(Session, BadInput) {
   EXPECT_TRUE(shortq.Query("lights on").success());
   // A query longer than the window streams through it.
   EXPECT_TRUE(s.Query(std::string(1500, 'b')).success());
-  // Invalid UTF-8 (no NUL): a normal turn and a JSON envelope.
+  // Invalid UTF-8, or a NUL inside: an error envelope that names the byte
+  // (never a call on bytes that say nothing), valid JSON, and the session
+  // still answers.
   const Envelope u = s.Query("caf\xc3 \xff\xfe lights");
-  ASSERT_TRUE(u.success()) << u.Dump();
+  EXPECT_EQ(u.error_code, "invalid_argument") << u.Dump();
+  EXPECT_EQ(u.error, "the query is not valid UTF-8 (byte 0xC3 at offset 3)");
+  EXPECT_TRUE(u.function_calls.empty());
   EXPECT_NO_THROW(ordered_json::parse(u.Dump()));
+  const Envelope nul = s.Query(std::string("lights\0 off", 11));
+  EXPECT_EQ(nul.error, "the query holds a NUL byte at offset 6") << nul.Dump();
+  EXPECT_TRUE(s.Query("lights on").success());
   // Unknown system fact keys are an error.
   EXPECT_THROW(s.SetSystem(ordered_json{{"mood", "happy"}}), Error);
 }

@@ -60,6 +60,23 @@ std::string RenderSystemFacts(const nlohmann::ordered_json& system) {
   return s;
 }
 
+nlohmann::ordered_json ParseSystemFacts(std::string_view text) {
+  const size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos) return nullptr;
+  if (text[start] != '{' && text[start] != '[') return std::string(text);
+  try {
+    auto j = nlohmann::ordered_json::parse(text);
+    if (!j.is_object()) Bad("system facts: expected a JSON object such as {\"date\": \"2026-11-30\"}, got a JSON " + std::string(j.type_name()));
+    RenderSystemFacts(j);  // the keys
+    return j;
+  } catch (const nlohmann::json::parse_error& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 9: ..." -> from "parse error"
+    std::string why = e.what();
+    if (const size_t at = why.find("parse error"); at != std::string::npos) why.erase(0, at);
+    throw Error(ErrorCode::kInvalidJson, "system facts: malformed JSON (" + why + ")");
+  }
+}
+
 std::string RenderCallsJson(const nlohmann::ordered_json& calls) {
   if (!calls.is_array()) Bad("answers: expected an array of calls");
   nlohmann::ordered_json out = nlohmann::ordered_json::array();

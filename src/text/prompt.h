@@ -37,6 +37,12 @@ std::string RenderToolsJson(const nlohmann::ordered_json& tools);
 // Facts as "key: value" lines in kFactKeys order (unknown keys are an error, a
 // fact is data, never an instruction); a string is taken as already rendered.
 std::string RenderSystemFacts(const nlohmann::ordered_json& system);
+// System facts as a caller writes them: empty -> null; text that opens with
+// '{' must be a JSON object of facts (malformed JSON is an error naming the
+// parser's complaint, never taken for "key: value" lines); other text is
+// rendered "key: value" lines, kept as a string. Keys are checked by
+// RenderSystemFacts.
+nlohmann::ordered_json ParseSystemFacts(std::string_view text);
 // Compact JSON of a calls array [{"name","arguments"}] ("[]" for a refusal).
 std::string RenderCallsJson(const nlohmann::ordered_json& calls);
 

@@ -2,6 +2,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "base/error.h"
 
@@ -93,6 +96,27 @@ std::string Args::Help() const {
   }
   s += "  --help                    show this help\n";
   return s;
+}
+
+std::string ReadFlagFile(const std::string& flag, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(ErrorCode::kIo, "--" + flag + ": '" + path + "' is a folder; give a file");
+  }
+  if (!std::filesystem::exists(path, ec)) throw Error(ErrorCode::kIo, "--" + flag + ": no file '" + path + "'");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, "--" + flag + ": cannot read '" + path + "'");
+  std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) throw Error(ErrorCode::kIo, "--" + flag + ": cannot read '" + path + "'");
+  return bytes;
+}
+
+std::string FlagFileOrInline(const std::string& flag, const std::string& value) {
+  const size_t start = value.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos || value[start] == '{' || value[start] == '[') return value;
+  std::error_code ec;
+  if (std::filesystem::exists(value, ec)) return ReadFlagFile(flag, value);
+  return value;
 }
 
 }  // namespace needle::cli

@@ -38,4 +38,13 @@ class Args {
   std::vector<std::string> positionals_;
 };
 
+// The bytes of the file a flag names (`flag` without dashes, for messages): a
+// folder, a missing file or an unreadable one is an error naming both.
+std::string ReadFlagFile(const std::string& flag, const std::string& path);
+
+// A flag that takes a file or the text inline (JSON, facts): text that opens
+// with '{' or '[' is inline, an existing path is read (a folder is an error),
+// anything else is inline text.
+std::string FlagFileOrInline(const std::string& flag, const std::string& value);
+
 }  // namespace needle::cli

@@ -381,6 +381,38 @@ TEST(Cli, RunPrintsAnEnvelope) {
   EXPECT_EQ(RunNeedle("run --model " + TempDir() + "/missing.cact --tools '[]' q").code, 2);
 }
 
+// Bad requests get an error that names the problem (issue L): never a call
+// on bytes that say nothing, never a silently different reading.
+TEST(Cli, RunNamesBadRequests) {
+  const std::string model = SmallAgentModel();
+  const std::string tools = R"('[{"name":"set_timer","parameters":{"type":"object","properties":{"minutes":{"type":"integer"}},"required":["minutes"]}}]')";
+  const std::string run = "run --model " + model + " --tools " + tools + " --max-think-tokens 4 ";
+  Result r = RunNeedle(run + "--max-new-tokens -5 'a timer for 5 minutes'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--max-new-tokens"), std::string::npos) << r.err;
+  r = RunNeedle(run + "--max-new-tokens 99999999999 'a timer for 5 minutes'");
+  EXPECT_EQ(r.code, 2) << r.err;
+  r = RunNeedle(run + R"(--system '{"date":' 'a timer for 5 minutes')");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("system facts: malformed JSON"), std::string::npos) << r.err;
+  r = RunNeedle(run + R"(--system '["2026-11-30"]' 'a timer for 5 minutes')");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("expected a JSON object"), std::string::npos) << r.err;
+  r = RunNeedle("run --model " + model + " --tools " + TempDir() + " 'a timer'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("is a folder"), std::string::npos) << r.err;
+  r = RunNeedle("run --model " + model + " --tools no-such-tools.json 'a timer'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("neither a file nor a JSON array"), std::string::npos) << r.err;
+  r = RunNeedle(run + "\"$(printf 'timer \\377\\376')\"");  // bytes that are not UTF-8: an error envelope, exit 1
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const auto env = nlohmann::json::parse(r.out);
+  EXPECT_EQ(env["type"], "error");
+  EXPECT_EQ(env["error_code"], "invalid_argument");
+  EXPECT_NE(env["error"].get<std::string>().find("not valid UTF-8 (byte 0xFF at offset 6)"), std::string::npos) << r.out;
+  EXPECT_TRUE(env["function_calls"].empty());
+}
+
 TEST(Cli, ChatTranscript) {
   const std::string model = SmallAgentModel();
   const std::string tools = TempDir() + "/chat_tools.json";

@@ -57,11 +57,6 @@ double StatusMb(const char* key) {
   return 0.0;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, "cannot open '" + path + "'");
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 }  // namespace
 
@@ -95,7 +90,7 @@ int RunBench(int argc, char** argv) {
   // byte-level fallback vocabulary (which would make every message ~5x longer).
   const Tokenizer tok(archive.tokenizer());
   const bool synthetic = args.Has("synthetic") || archive.tokenizer().pieces.size() <= 271;
-  const std::string tools = args.Has("tools") ? ReadFile(args.Get("tools")) : kDefaultTools;
+  const std::string tools = args.Has("tools") ? ReadFlagFile("tools", args.Get("tools")) : kDefaultTools;
   if (args.Has("tools")) {
     try {
       const nlohmann::json parsed = nlohmann::json::parse(tools);

@@ -64,13 +64,9 @@ int RunGenerateData(int argc, char** argv) {
   data::Generator gen(cat, opt);
   if (args.Has("tools")) {
     const std::string path = args.Get("tools");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorCode::kIo, "generate-data: cannot open " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
     data::ojson tools;
     try {
-      tools = data::ojson::parse(ss.str());
+      tools = data::ojson::parse(ReadFlagFile("tools", path));
     } catch (const nlohmann::json::parse_error& e) {
       throw Error(ErrorCode::kInvalidJson, "generate-data: " + path + ": " + e.what());
     }

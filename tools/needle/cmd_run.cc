@@ -13,32 +13,25 @@
 #include "agent/session.h"
 #include "args.h"
 #include "base/error.h"
+#include "text/prompt.h"
 #include "commands.h"
 #include "decoding_flags.h"
 
 namespace needle::cli {
 namespace {
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, "cannot read '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+nlohmann::ordered_json Facts(const std::string& v) { return ParseSystemFacts(FlagFileOrInline("system", v)); }
 
-// A flag that is a file path, or inline text (JSON or facts).
-std::string FileOrInline(const std::string& v) {
-  if (!v.empty() && v[0] != '[' && v[0] != '{' && std::filesystem::is_regular_file(v)) return ReadText(v);
-  return v;
-}
-
-nlohmann::ordered_json Facts(const std::string& v) {
-  if (v.empty()) return nullptr;
-  const std::string text = FileOrInline(v);
-  const auto j = nlohmann::ordered_json::parse(text, nullptr, false);
-  if (!j.is_discarded() && j.is_object()) return j;
-  return text;  // rendered "key: value" lines
+// --tools: a file, or the JSON inline; a word that is neither is named as such
+// (not reported as malformed JSON).
+std::string ToolsArg(const std::string& v) {
+  const size_t start = v.find_first_not_of(" \t\r\n");
+  if (start != std::string::npos && (v[start] == '[' || v[start] == '{')) return v;
+  std::error_code ec;
+  if (!std::filesystem::exists(v, ec)) {
+    throw Error(ErrorCode::kInvalidArgument, "--tools: '" + v + "' is neither a file nor a JSON array of tools");
+  }
+  return ReadFlagFile("tools", v);
 }
 
 std::vector<FlagSpec> SessionFlags() {
@@ -55,7 +48,7 @@ std::unique_ptr<Session> MakeSession(const Args& args) {
   SessionOptions o;
   ReadDecodingFlags(args, o);
   auto s = std::make_unique<Session>(model, o);
-  s->SetToolsJson(FileOrInline(args.Require("tools")));
+  s->SetToolsJson(ToolsArg(args.Require("tools")));
   s->SetSystem(Facts(args.Get("system")));
   for (const std::string& p : args.GetAll("pin")) s->PinSpan(p);
   for (const std::string& w : s->warnings()) std::fprintf(stderr, "warning: %s\n", w.c_str());

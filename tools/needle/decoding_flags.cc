@@ -35,13 +35,7 @@ const char* Placeholder() {
 
 // --options: a file holding a JSON object, or the object inline.
 nlohmann::json OptionsArg(const std::string& v) {
-  std::string text = v;
-  if (!v.empty() && v[0] != '{' && std::filesystem::is_regular_file(v)) {
-    std::ifstream in(v, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
+  const std::string text = FlagFileOrInline("options", v);
   const auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) throw Error(ErrorCode::kInvalidJson, "--options: not a JSON object nor a file holding one: '" + v + "'");
   return j;
