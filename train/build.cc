@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "io/cact_archive.h"
+#include "io/cact_checksum.h"  // WithChecksum
 #include "model/export.h"
 #include "train/lora.h"
 #include "train/trainer.h"
@@ -155,6 +156,7 @@ BuildResult Build(const BuildOptions& o) {
     bytes = ExportArchive(w, ParseBitsMap(o.bits, w.specs), tok, base.archive.get());
     r.confidence_dropped = true;
   }
+  bytes = WithChecksum(std::move(bytes));
   WriteFileAtomically(o.out, bytes);
   r.bytes = bytes.size();
   r.heads = w.heads;

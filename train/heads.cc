@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/random.h"
 #include "io/cact_archive.h"
+#include "io/cact_checksum.h"  // WithChecksum
 #include "kv/budget.h"
 #include "model/export.h"
 #include "text/tokenizer.h"
@@ -449,7 +450,7 @@ HeadsResult TrainHeads(const HeadsOptions& o) {
   std::ofstream((fs::path(o.out) / "config.json").string()) << ConfigToJson(c).dump(2) << "\n";
   ModelWeights w = model->Export();
   const BitsMap bits = !o.bits.empty() ? ParseBitsMap(o.bits, w.specs) : base.archive ? BitsMapOf(*base.archive) : ParseBitsMap("4", w.specs);
-  WriteFileAtomically((fs::path(o.out) / "model.cact").string(), ExportArchive(w, bits, tok_model, base.archive.get()));
+  WriteFileAtomically((fs::path(o.out) / "model.cact").string(), WithChecksum(ExportArchive(w, bits, tok_model, base.archive.get())));
   return res;
 }
 

@@ -14,6 +14,7 @@
 #include "base/testing/temp_dir.h"
 #include "base/random.h"
 #include "io/cact_archive.h"
+#include "io/cact_checksum.h"
 #include "kv/budget.h"
 #include "model/testing/archives.h"
 #include "text/tokenizer.h"
@@ -233,7 +234,9 @@ TEST(NeedleBuild, WithAnAdapterTheArchiveHasNoConfidenceHead) {
   EXPECT_EQ(CactArchive::Open(o.out).layout().heads.size(), 2u);
   {
     const CactArchive in = CactArchive::Open(base_path), out = CactArchive::Open(o.out);
-    EXPECT_TRUE(std::equal(in.bytes().begin(), in.bytes().end(), out.bytes().begin(), out.bytes().end()));
+    const std::vector<uint8_t> sealed = WithChecksum({in.bytes().begin(), in.bytes().end()});  // build adds the checksum
+    EXPECT_TRUE(out.checksum().has_value());
+    EXPECT_TRUE(std::equal(sealed.begin(), sealed.end(), out.bytes().begin(), out.bytes().end()));
   }
   o.bits = "2";  // other weights than the head was calibrated on: confidence null
   o.out = TempDir() + "/plain2.cact";
@@ -257,7 +260,7 @@ TEST(NeedleBuild, WithAnAdapterTheArchiveHasNoConfidenceHead) {
   // model quantized the same way.
   MergeLora(base.model, lora);
   ModelWeights w = KeepHeads(base.model->Export(), {HeadKind::kContrastive});
-  const CactArchive want = CactArchive::FromBytes(ExportArchive(w, ParseBitsMap(o.bits, w.specs), ByteLevelTokenizer()));
+  const CactArchive want = CactArchive::FromBytes(WithChecksum(ExportArchive(w, ParseBitsMap(o.bits, w.specs), ByteLevelTokenizer())));
   ASSERT_EQ(want.bytes().size(), a.bytes().size());
   EXPECT_TRUE(std::equal(want.bytes().begin(), want.bytes().end(), a.bytes().begin()));
 }

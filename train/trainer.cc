@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/random.h"
 #include "io/cact_archive.h"
+#include "io/cact_checksum.h"  // WithChecksum
 #include "io/tokenizer_blob.h"
 #include "model/export.h"
 #include "text/tokenizer.h"
@@ -330,7 +331,7 @@ double Train(const TrainOptions& o) {
     ar.save_to(ckpt + ".tmp");
     fs::rename(ckpt + ".tmp", ckpt);
     ModelWeights w = model->Export();
-    WriteFileAtomically((fs::path(o.out) / "model.cact").string(), ExportArchive(w, ParseBitsMap(o.bits, w.specs), tok_model));
+    WriteFileAtomically((fs::path(o.out) / "model.cact").string(), WithChecksum(ExportArchive(w, ParseBitsMap(o.bits, w.specs), tok_model)));
   };
   std::ofstream log;
   if (leader) log.open((fs::path(o.out) / "log.jsonl").string(), std::ios::app);

@@ -1,5 +1,6 @@
 #include "io/cact_archive.h"
 
+#include "io/cact_checksum.h"
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -189,7 +190,25 @@ CactArchive CactArchive::FromStatic(std::span<const uint8_t> bytes) {
 
 void CactArchive::Validate() {
   const std::span<const uint8_t> f = file_.bytes();
-  const uint64_t size = f.size();
+  uint64_t size = f.size();
+  // The payload checksum first, when the file has one: a flipped bit is named
+  // as such, and no blob may reach into the trailer.
+  if (const auto c = FindChecksumTrailer(f)) {
+    if (c->covered != size - kChecksumTrailerBytes || c->reserved != 0) {
+      Bad("checksum trailer: covers " + std::to_string(c->covered) + " bytes, but " + std::to_string(size - kChecksumTrailerBytes) +
+          " precede it (a damaged trailer, or bytes added after it)");
+    }
+    const uint64_t computed = PayloadChecksum(f.first(c->covered));
+    if (computed != c->checksum) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "payload checksum mismatch: stored 0x%016llx, computed 0x%016llx over %llu bytes (the file is corrupt)",
+                    static_cast<unsigned long long>(c->checksum), static_cast<unsigned long long>(computed),
+                    static_cast<unsigned long long>(c->covered));
+      Bad(buf);
+    }
+    size = c->covered;
+    checksum_ = c->checksum;
+  }
   if (size < sizeof(CactHeader)) Bad("file is " + std::to_string(size) + " bytes, smaller than the 120-byte header (truncated?)");
   std::memcpy(&header_, f.data(), sizeof(CactHeader));
   const CactHeader& h = header_;

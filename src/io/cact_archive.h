@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ class CactArchive {
   const CactLayout& layout() const { return layout_; }
   const TokenizerModel& tokenizer() const { return tokenizer_; }
   std::span<const uint8_t> bytes() const { return file_.bytes(); }
+  // The payload checksum the file carries (verified when it was opened), or
+  // nullopt for a file without one (published archives): io/cact_checksum.h.
+  std::optional<uint64_t> checksum() const { return checksum_; }
 
   size_t num_tensors() const { return specs_.size(); }
   TensorView tensor(size_t i) const { return {&specs_[i], &records_[i], data(i)}; }
@@ -68,6 +72,7 @@ class CactArchive {
   std::vector<TensorSpec> specs_;
   CactLayout layout_;
   TokenizerModel tokenizer_;
+  std::optional<uint64_t> checksum_;
 };
 
 // Header fields derived from a config (num_tensors and codebook_len are set by the writer).

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "io/cact_checksum.h"
 #include "kv/budget.h"
 #include "model/export.h"
 
@@ -258,6 +259,30 @@ TEST(CactReaderRejects, TruncatedFile) {
   ExpectRejected(b, ErrorCode::kInvalidArchive, "smaller than the 120-byte header");
   b.assign(good.begin(), good.end() - 1);
   ExpectRejected(b, ErrorCode::kInvalidArchive, "tensor " + std::to_string(CactArchive::FromBytes(good).layout().tokenizer) + " (tokenizer)");
+}
+
+// The optional payload checksum (io/cact_checksum.h): an archive with one
+// loads and reports it, a flipped bit anywhere before the trailer is named, a
+// damaged trailer is an error, and an archive without one (the published
+// layout) still loads.
+TEST(CactChecksum, VerifiedOnLoadWhenPresent) {
+  const auto plain = TinyArchive();
+  EXPECT_FALSE(CactArchive::FromBytes(plain).checksum().has_value());
+  const auto sealed = WithChecksum(plain);
+  const CactArchive a = CactArchive::FromBytes(sealed);
+  ASSERT_TRUE(a.checksum().has_value());
+  EXPECT_EQ(*a.checksum(), PayloadChecksum(plain));
+  for (size_t at : {size_t(5), size_t(200), RecordOffset(2) + 9, plain.size() / 2, plain.size() - 1}) {
+    auto b = sealed;
+    b[at] ^= 0x10;
+    ExpectRejected(b, ErrorCode::kInvalidArchive, "payload checksum mismatch");
+  }
+  auto grown = sealed;  // bytes added after the trailer: the trailer is no longer last, so none is found...
+  grown.push_back(0);
+  EXPECT_FALSE(CactArchive::FromBytes(grown).checksum().has_value());  // ... and the structure still validates
+  auto damaged = sealed;
+  Poke<uint64_t>(damaged, sealed.size() - kChecksumTrailerBytes + 8, 12345);
+  ExpectRejected(damaged, ErrorCode::kInvalidArchive, "checksum trailer: covers 12345 bytes");
 }
 
 TEST(CactReaderRejects, WrongTag) {

@@ -78,6 +78,19 @@ TEST(Cli, RandomThenInspect) {
   r = RunNeedle("inspect " + path);
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("effective window 32"), std::string::npos) << r.out;
+  // `needle random` seals the file with a payload checksum; --verify requires
+  // one, and a flipped bit is named.
+  EXPECT_TRUE(j["checksum"]["verified"].get<bool>()) << j["checksum"];
+  r = RunNeedle("inspect --summary --verify " + path);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("checksum:  0x"), std::string::npos) << r.out;
+  std::string bytes = Slurp(path);
+  bytes[bytes.size() / 2] ^= 0x01;
+  const std::string flipped = TempDir() + "/flipped.cact";
+  std::ofstream(flipped, std::ios::binary) << bytes;
+  r = RunNeedle("inspect --summary " + flipped);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("payload checksum mismatch"), std::string::npos) << r.err;
 }
 
 TEST(Cli, GoldenArchivesInspect) {
@@ -85,7 +98,11 @@ TEST(Cli, GoldenArchivesInspect) {
     const Result r = RunNeedle(std::string("inspect --summary ") + NEEDLE_GOLDEN_DIR + "/golden-" + g + ".cact");
     EXPECT_EQ(r.code, 0) << g << r.err;
     EXPECT_NE(r.out.find("5 layers"), std::string::npos);
+    EXPECT_NE(r.out.find("checksum:  none"), std::string::npos) << r.out;  // the published layout: no trailer, still loads
   }
+  const Result r = RunNeedle(std::string("inspect --summary --verify ") + NEEDLE_GOLDEN_DIR + "/golden-b2.cact");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("carries no payload checksum"), std::string::npos) << r.err;
 }
 
 TEST(Cli, BadFilesExitWithCode2AndOneLine) {
@@ -98,7 +115,8 @@ TEST(Cli, BadFilesExitWithCode2AndOneLine) {
     const char* expect;
   } cases[] = {
       {"truncated", bytes.substr(0, bytes.size() / 2), "runs past the end of the file"},
-      {"wrongtag", "NOPE" + bytes.substr(4), "header.tag"},
+      {"flipped", "NOPE" + bytes.substr(4), "payload checksum mismatch"},  // the checksum is checked first
+      {"wrongtag", "NOPE" + bytes.substr(4, bytes.size() - 4 - 32), "header.tag"},  // without the trailer: the structure
       {"empty", "", "smaller than the 120-byte header"},
   };
   for (const auto& c : cases) {

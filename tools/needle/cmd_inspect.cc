@@ -1,3 +1,4 @@
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -8,6 +9,7 @@
 #include "base/error.h"
 #include "commands.h"
 #include "io/cact_archive.h"
+#include "io/cact_checksum.h"
 #include "kv/budget.h"
 
 namespace needle::cli {
@@ -39,11 +41,13 @@ std::string Join(const std::vector<uint32_t>& v) {
 }  // namespace
 
 int RunInspect(int argc, char** argv) {
-  Args args("inspect", "FILE.cact [--json] [--summary]",
-            "Validates the archive completely, then shows its geometry, the KV budget and\n"
-            "effective window, every tensor (dtype, shape, bits, bytes) and bytes per family.",
+  Args args("inspect", "FILE.cact [--json] [--summary] [--verify]",
+            "Validates the archive completely (its payload checksum too, when it carries\n"
+            "one), then shows its geometry, the KV budget and effective window, every\n"
+            "tensor (dtype, shape, bits, bytes) and bytes per family.",
             {{"json", "", "print one JSON object instead of text"},
-             {"summary", "", "omit the per-tensor table"}});
+             {"summary", "", "omit the per-tensor table"},
+             {"verify", "", "require a payload checksum: exit 1 when the file has none (a corrupt one always fails, exit 2)"}});
   if (!args.Parse(argc, argv)) return 0;
   if (args.positionals().size() != 1) throw Error(ErrorCode::kInvalidArgument, "inspect: expected exactly one archive path (see --help)");
   const std::string path = args.positionals()[0];
@@ -63,6 +67,18 @@ int RunInspect(int argc, char** argv) {
   std::vector<std::string> heads;
   for (const auto& hd : a.layout().heads) heads.push_back(hd.spec.kind == HeadKind::kContrastive ? "contrastive" : "confidence");
   const uint64_t total = a.bytes().size();
+  // The checksum was verified when the file was opened; timed again here so
+  // the cost of that check is visible.
+  double checksum_ms = 0;
+  if (a.checksum()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const uint64_t again = PayloadChecksum(a.bytes().first(total - kChecksumTrailerBytes));
+    checksum_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (again != *a.checksum()) throw Error(ErrorCode::kInternal, "inspect: the checksum changed between two reads");
+  }
+  char checksum_hex[24] = "";
+  if (a.checksum()) std::snprintf(checksum_hex, sizeof checksum_hex, "0x%016llx", static_cast<unsigned long long>(*a.checksum()));
+  const int verify_rc = args.Has("verify") && !a.checksum() ? 1 : 0;
 
   if (args.Has("json")) {
     nlohmann::json j;
@@ -84,6 +100,8 @@ int RunInspect(int argc, char** argv) {
     j["tokenizer"] = {{"pieces", a.tokenizer().pieces.size()}, {"byte_fallback", a.tokenizer().byte_fallback},
                       {"add_dummy_prefix", a.tokenizer().add_dummy_prefix}};
     j["family_bytes"] = family_bytes;
+    j["checksum"] = a.checksum() ? nlohmann::json{{"value", checksum_hex}, {"verified", true}, {"ms", checksum_ms}}
+                                 : nlohmann::json(nullptr);
     if (!args.Has("summary")) {
       nlohmann::json ts = nlohmann::json::array();
       for (size_t i = 0; i < a.num_tensors(); ++i) {
@@ -97,7 +115,7 @@ int RunInspect(int argc, char** argv) {
       j["tensors"] = ts;
     }
     std::printf("%s\n", j.dump(1).c_str());
-    return 0;
+    return verify_rc;
   }
 
   std::printf("%s: %s bytes (%.2f MB), %zu tensors, %.2fM parameters\n", path.c_str(), Grouped(total).c_str(),
@@ -114,6 +132,11 @@ int RunInspect(int argc, char** argv) {
   std::string hs;
   for (const auto& s : heads) hs += (hs.empty() ? "" : ", ") + s;
   std::printf("heads:     %s\n", hs.empty() ? "none" : hs.c_str());
+  if (a.checksum()) {
+    std::printf("checksum:  %s, verified (%.2f MB in %.2f ms)\n", checksum_hex, total / 1e6, checksum_ms);
+  } else {
+    std::printf("checksum:  none (written before checksums, or by another exporter); the structure is validated\n");
+  }
   std::printf("tokenizer: %zu pieces, byte_fallback %s, add_dummy_prefix %s\n", a.tokenizer().pieces.size(),
               a.tokenizer().byte_fallback ? "on" : "off", a.tokenizer().add_dummy_prefix ? "on" : "off");
   if (!args.Has("summary")) {
@@ -132,7 +155,8 @@ int RunInspect(int argc, char** argv) {
   std::printf("  %-14s %12s  (header, codebook, directory, alignment)\n", "overhead",
               Grouped(total - [&] { uint64_t s = 0; for (auto& kv : family_bytes) s += kv.second; return s; }()).c_str());
   std::printf("  %-14s %12s\n", "total", Grouped(total).c_str());
-  return 0;
+  if (verify_rc) std::fprintf(stderr, "inspect --verify: %s carries no payload checksum\n", path.c_str());
+  return verify_rc;
 }
 
 }  // namespace needle::cli

@@ -7,6 +7,7 @@
 #include "base/model_config.h"
 #include "commands.h"
 #include "io/cact_archive.h"
+#include "io/cact_checksum.h"  // WithChecksum
 #include "io/tokenizer_blob.h"
 #include "model/export.h"
 
@@ -55,7 +56,7 @@ int RunRandom(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   const ModelWeights weights = RandomWeights(config, heads, static_cast<uint64_t>(seed));
   const BitsMap bits = ParseBitsMap(args.Get("bits", "4"), weights.specs);
-  const std::vector<uint8_t> bytes = ExportArchive(weights, bits, tokenizer);
+  const std::vector<uint8_t> bytes = WithChecksum(ExportArchive(weights, bits, tokenizer));
   // Validate what we are about to write with the same reader every consumer uses.
   CactArchive::FromBytes(bytes);
   WriteFileAtomically(out, bytes);
