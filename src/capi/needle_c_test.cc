@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <atomic>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -120,6 +122,62 @@ TEST(CApi, AFailedInitLeavesThePreviousSession) {
   for (const auto& c : env["function_calls"]) EXPECT_EQ(c["name"], "set_timer") << env.dump();
   EXPECT_EQ(needle_complete("x", -1, out, sizeof out), NEEDLE_E_ARGUMENT);
   needle_reset();
+}
+
+// Sessions on threads (run under ThreadSanitizer by scripts/tsan): four
+// sessions over one model answer at once; one session hit by two threads
+// serves one and tells the other NEEDLE_E_STATE (or serves both in turn);
+// a session freed while another thread is inside a call on it lives until
+// that call returns, and the handle is dead afterwards.
+TEST(CApi, SessionsOnThreads) {
+  needle_model* m = needle_model_default();
+  ASSERT_NE(m, nullptr);
+  std::vector<needle_session*> sessions;
+  for (int i = 0; i < 4; ++i) sessions.push_back(needle_session_new(m, nullptr, kTools, nullptr));
+  needle_model_free(m);
+  std::atomic<int> answered{0};
+  std::vector<std::thread> threads;
+  for (needle_session* s : sessions) {
+    threads.emplace_back([s, &answered] {
+      char out[4096];
+      for (int k = 0; k < 3; ++k) {
+        if (needle_session_complete(s, "a timer for 5 minutes", 0, out, sizeof out) > 0) ++answered;
+        needle_session_reset(s);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  threads.clear();
+  EXPECT_EQ(answered.load(), 12);
+
+  std::atomic<int> served{0}, busy{0}, other{0};
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      char out[4096];
+      for (int k = 0; k < 3; ++k) {
+        const int n = needle_session_complete(sessions[0], "a timer for 5 minutes", 0, out, sizeof out);
+        (n > 0 ? served : n == NEEDLE_E_STATE ? busy : other)++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  threads.clear();
+  EXPECT_EQ(served + busy, 6);
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_GE(served.load(), 3);
+
+  std::atomic<int> freed{0};
+  std::thread caller([&] {
+    char out[4096];
+    needle_session_complete(sessions[1], "a timer for 5 minutes", 0, out, sizeof out);  // may run before or after the free
+  });
+  std::thread freer([&] { freed = needle_session_free(sessions[1]) == 0; });
+  caller.join();
+  freer.join();
+  EXPECT_EQ(freed.load(), 1);
+  char out[256];
+  EXPECT_EQ(needle_session_complete(sessions[1], "hi", 0, out, sizeof out), NEEDLE_E_ARGUMENT);
+  for (needle_session* s : {sessions[0], sessions[2], sessions[3]}) EXPECT_EQ(needle_session_free(s), 0);
 }
 
 TEST(CApi, LastErrorIsPerThread) {
