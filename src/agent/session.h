@@ -141,6 +141,9 @@ class Session {
 
   // ---- persistence: the whole session, cache included (same model required)
   void Save(const std::string& path) const;
+  // A file that cannot be restored (unreadable, another model, corrupt) is
+  // an Error; the session then keeps its own tools, system and pins, and no
+  // conversation (as after Reset).
   void Restore(const std::string& path);
 
   const nlohmann::ordered_json& tools() const { return tools_; }
@@ -171,6 +174,7 @@ class Session {
   const Model& model() const { return *model_; }
 
  private:
+  void RestoreOrThrow(const std::string& path);  // Restore, without the rollback
   enum class TurnKind { kQuery, kToolResult };
   using Clock = std::chrono::steady_clock;
   static double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }

@@ -98,7 +98,8 @@ void ApplyOptionsJson(const nlohmann::json& j, SessionOptions& o) {
     ++known;
   });
   if (known != j.size()) {
-    for (const auto& [key, value] : j.items()) {
+    for (const auto& item : j.items()) {
+      const std::string key = item.key();  // (not a structured binding: clang 14 cannot capture one)
       bool found = false;
       ForEachOption(o, [&](const OptionInfo& info, const auto&) { found = found || info.name == key; });
       if (!found) throw Error(ErrorCode::kInvalidArgument, "options: unknown option '" + key + "' (DescribeOptions lists them)");

@@ -34,6 +34,35 @@ void Session::Save(const std::string& path) const {
 }
 
 void Session::Restore(const std::string& path) {
+  const nlohmann::ordered_json tools = tools_, facts = facts_;
+  const std::vector<std::string> pins = pins_;
+  const uint32_t window = opt_.window;
+  auto roll_back = [&] {
+    opt_.window = window;
+    SetTools(tools);
+    SetSystem(facts);
+    pins_ = pins;
+    state_.reset();
+    sinks_dirty_ = true;
+    Reset();
+  };
+  try {
+    RestoreOrThrow(path);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type in the header
+    roll_back();
+    throw Error(ErrorCode::kInvalidArgument, "session: corrupt header in '" + path + "' (" + e.what() + ")");
+  } catch (const Error& e) {
+    roll_back();
+    const std::string why = e.what();
+    if (why.starts_with("session:")) throw;
+    throw Error(e.code(), "session: cannot restore '" + path + "': " + why);
+  } catch (...) {
+    roll_back();
+    throw;
+  }
+}
+
+void Session::RestoreOrThrow(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorCode::kIo, "session: cannot read '" + path + "'");
   std::stringstream ss;
@@ -59,6 +88,7 @@ void Session::Restore(const std::string& path) {
   SetSystem(head["system"]);
   pins_ = head["pins"].get<std::vector<std::string>>();
   opt_.window = head.value("window", 0u);
+  if (opt_.window > (1u << 16)) throw Error(ErrorCode::kInvalidArgument, "session: window " + std::to_string(opt_.window) + " in '" + path + "' is out of range");
   state_.reset();
   sinks_dirty_ = true;
   if (head.value("has_state", false)) {

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <thread>
 
 #include "agent/testing/session_testing.h"
@@ -156,6 +158,46 @@ TEST(Session, SaveRestoreContinuesExactly) {
   EXPECT_THROW(c.Restore(path), Error);
   std::ofstream(path, std::ios::binary) << "garbage";
   EXPECT_THROW(b.Restore(path), Error);
+}
+
+// A saved file whose header is valid JSON of the wrong shapes (a pins string,
+// a huge sink length) is a named error, and the session keeps its own tools
+// with no conversation.
+TEST(Session, ACorruptSaveLeavesTheSessionItsOwnSetup) {
+  auto model = testing::AgentModel(6);
+  const std::string path = ::testing::TempDir() + "/corrupt-session.bin";
+  Session a(model, Small());
+  a.SetToolsJson(testing::kFiveTools);
+  a.Query("play some fado");
+  a.Save(path);
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string one_tool = R"([{"name":"only_tool","parameters":{"type":"object","properties":{}}}])";
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"\"pins\":[]", "\"pins\":\"x\""},
+                                 {"\"sink_length\":", "\"sink_length\":4294967"}}) {
+    std::string bad = bytes;
+    const size_t at = bad.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    bad.replace(at, from.size(), to);
+    if (to.size() != from.size()) {  // keep the header length field true
+      uint64_t hn;
+      std::memcpy(&hn, bad.data() + 8, 8);
+      hn += to.size() - from.size();
+      std::memcpy(bad.data() + 8, &hn, 8);
+    }
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bad;
+    Session b(model, Small());
+    b.SetToolsJson(one_tool);
+    try {
+      b.Restore(path);
+      ADD_FAILURE() << "restored a corrupt file (" << to << ")";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("session"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(b.tools().size(), 1u);  // its own tools, not the file's five
+    EXPECT_EQ(b.tools()[0]["name"], "only_tool");
+    EXPECT_NO_THROW(ordered_json::parse(b.Query("do the thing").Dump()));
+  }
 }
 
 // window_requests: the window shows the conversation from the N-th most

@@ -418,7 +418,7 @@ FastModel::FastModel(const CactArchive& archive) : archive_(archive), config_(ar
 std::unique_ptr<DecoderState> FastModel::NewState(const DecoderOptions& opt) const {
   const uint32_t window = opt.window ? opt.window : window_;
   const uint32_t budget = budget_window(config_);
-  if (opt.sink_length + window > budget && opt.sink_length > 0) {
+  if (uint64_t{opt.sink_length} + window > budget && opt.sink_length > 0) {  // (64-bit: a restored sink_length may be anything)
     throw Error(ErrorCode::kBudget, "the pinned prefix has " + std::to_string(opt.sink_length) +
                                         " tokens but the KV budget leaves " + std::to_string(budget > window ? budget - window : 0) +
                                         " beside the " + std::to_string(window) + "-token window (budget " +
