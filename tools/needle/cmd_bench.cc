@@ -2,6 +2,7 @@
 // as sinks, then N turns of user message / generated call / tool result — with
 // per-turn speed, resident memory and cache bytes.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -132,11 +133,12 @@ int RunBench(int argc, char** argv) {
   model.Forward(*st, sink, logits.data(), false, &pool);
   const double sink_seconds = total.Seconds();
 
-  struct Turn {
-    double prefill_tps, decode_tps, rss_mb;
-  };
-  std::vector<Turn> per_turn;
-  double rss_after_fill = -1;
+  // Decode speed of the first and the last 10 turns (a ring): the bench keeps
+  // nothing per turn, so its own memory stays flat however long it runs.
+  constexpr size_t kEdgeTurns = 10;
+  std::array<double, kEdgeTurns> first_decode{}, last_decode{};
+  size_t nt = 0;
+  double rss_after_fill = -1, anon_after_fill = -1;
   double prefill_tokens = 0, prefill_seconds = 0, decode_tokens = 0, decode_seconds = 0;
   const long long every = args.GetInt("every", std::max<long long>(1, turns / 20));
   if (!json) {
@@ -167,8 +169,14 @@ int RunBench(int argc, char** argv) {
     const double ptoks = double(user_ids.size() + result_ids.size()), pt = t_user + t_result;
     prefill_tokens += ptoks, prefill_seconds += pt, decode_tokens += double(gen), decode_seconds += t_gen;
     const double rss = StatusMb("VmRSS:");
-    if (rss_after_fill < 0 && st->cache().tokens() >= int64_t(sink.size()) + st->window()) rss_after_fill = rss;
-    per_turn.push_back({ptoks / pt, double(gen) / t_gen, rss});
+    if (rss_after_fill < 0 && st->cache().tokens() >= int64_t(sink.size()) + st->window()) {
+      rss_after_fill = rss;
+      anon_after_fill = StatusMb("RssAnon:");
+    }
+    const double decode_tps = double(gen) / t_gen;
+    if (nt < kEdgeTurns) first_decode[nt] = decode_tps;
+    last_decode[nt % kEdgeTurns] = decode_tps;
+    ++nt;
     if (!json && ((turn + 1) % every == 0 || turn == 0 || turn + 1 == turns)) {
       std::printf("%6lld %10lld %12.0f %12.0f %10.1f %12.2f\n", turn + 1, (long long)st->cache().tokens(), ptoks / pt,
                   double(gen) / t_gen, rss, st->cache().bytes() / 1e6);
@@ -176,12 +184,12 @@ int RunBench(int argc, char** argv) {
     progress.Update(size_t(turn + 1), run_clock.Seconds(), "turns");
   }
   progress.Finish();
-  auto mean_decode = [&](size_t b, size_t e) {
+  auto mean = [&](const std::array<double, kEdgeTurns>& a) {
+    const size_t n = std::min(nt, kEdgeTurns);
     double s = 0;
-    for (size_t i = b; i < e; ++i) s += per_turn[i].decode_tps;
-    return e > b ? s / double(e - b) : 0.0;
+    for (size_t i = 0; i < n; ++i) s += a[i];
+    return n ? s / double(n) : 0.0;
   };
-  const size_t nt = per_turn.size();
   nlohmann::json j = {{"turns", turns},
                       {"threads", threads},
                       {"kernels", CqKernelTarget()},
@@ -195,20 +203,22 @@ int RunBench(int argc, char** argv) {
                       {"sink_prefill_tps", double(sink.size()) / sink_seconds},
                       {"prefill_tps", prefill_tokens / prefill_seconds},
                       {"decode_tps", decode_tokens / decode_seconds},
-                      {"decode_tps_first", mean_decode(0, std::min<size_t>(10, nt))},
-                      {"decode_tps_last", mean_decode(nt - std::min<size_t>(10, nt), nt)},
+                      {"decode_tps_first", mean(first_decode)},
+                      {"decode_tps_last", mean(last_decode)},
                       {"peak_rss_mb", StatusMb("VmHWM:")},
                       {"rss_mb_after_fill", rss_after_fill},
                       {"rss_mb_end", StatusMb("VmRSS:")},
+                      {"rss_anon_mb_after_fill", anon_after_fill},  // the heap and stacks, without the mapped weights
+                      {"rss_anon_mb_end", StatusMb("RssAnon:")},
                       {"seconds", total.Seconds()}};
   if (json) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("\nprefill %.0f tok/s, decode %.0f tok/s (first 10 turns %.0f, last 10 %.0f), peak RSS %.1f MB, "
-                "RSS after the window filled %.1f MB, at the end %.1f MB\n",
+                "RSS after the window filled %.1f MB, at the end %.1f MB (anonymous: %.2f, %.2f MB)\n",
                 j["prefill_tps"].get<double>(), j["decode_tps"].get<double>(), j["decode_tps_first"].get<double>(),
                 j["decode_tps_last"].get<double>(), j["peak_rss_mb"].get<double>(), rss_after_fill,
-                j["rss_mb_end"].get<double>());
+                j["rss_mb_end"].get<double>(), anon_after_fill, j["rss_anon_mb_end"].get<double>());
   }
   return 0;
 }
