@@ -221,6 +221,19 @@ needle_session* AddSession(std::unique_ptr<needle::Session> s) {
   return reinterpret_cast<needle_session*>(Handles().Add(kSessionKind, std::move(object)));
 }
 
+// A session on a live model handle, registered; NULL with the reason on error.
+needle_session* NewSessionHandle(needle_model* model, const char* system, const char* tools_json,
+                                 const char* tool_index_path, const char* options_json) {
+  needle_session* s = nullptr;
+  Guard("needle_session_new", [&] {
+    auto m = Handles().Find<ModelObject>(model, kModelKind, "needle_session_new");
+    if (!m) return NEEDLE_E_ARGUMENT;
+    s = AddSession(NewSession(m->model, system, tools_json, tool_index_path, options_json));
+    return 0;
+  });
+  return s;
+}
+
 // Runs `fn(SessionObject&)` on a live session handle held by this thread alone.
 template <typename Fn>
 int WithSession(needle_session* s, const char* who, Fn&& fn) {
@@ -338,26 +351,12 @@ int needle_model_free(needle_model* model) { return Handles().Remove(model, kMod
 
 needle_session* needle_session_new_with_options(needle_model* model, const char* system, const char* tools_json,
                                                 const char* options_json) {
-  needle_session* s = nullptr;
-  Guard("needle_session_new", [&] {
-    auto m = Handles().Find<ModelObject>(model, kModelKind, "needle_session_new");
-    if (!m) return NEEDLE_E_ARGUMENT;
-    s = AddSession(NewSession(m->model, system, tools_json, nullptr, options_json));
-    return 0;
-  });
-  return s;
+  return NewSessionHandle(model, system, tools_json, nullptr, options_json);
 }
 
 needle_session* needle_session_new(needle_model* model, const char* system, const char* tools_json,
                                    const char* tool_index_path) {
-  needle_session* s = nullptr;
-  Guard("needle_session_new", [&] {
-    auto m = Handles().Find<ModelObject>(model, kModelKind, "needle_session_new");
-    if (!m) return NEEDLE_E_ARGUMENT;
-    s = AddSession(NewSession(m->model, system, tools_json, tool_index_path));
-    return 0;
-  });
-  return s;
+  return NewSessionHandle(model, system, tools_json, tool_index_path, nullptr);
 }
 
 int needle_session_complete(needle_session* s, const char* text, int max_new_tokens, char* out, int out_capacity) {

@@ -1,7 +1,6 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 #include "args.h"
 #include "base/error.h"

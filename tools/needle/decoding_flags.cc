@@ -1,7 +1,5 @@
 #include "decoding_flags.h"
 
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <type_traits>
 
