@@ -90,6 +90,16 @@ needle_session* needle_session_new(needle_model* model, const char* system, cons
                                    const char* tool_index_path); /* NULL on error; system and tools as needle_init */
 /* A turn: as needle_complete. */
 int needle_session_complete(needle_session* s, const char* text, int max_new_tokens, char* out, int out_capacity);
+/* A turn of a named kind, whatever the last envelope was: a new user request
+   (a call still waiting for its result stays unanswered), or the JSON result of the
+   last call (NEEDLE_E_STATE when the last envelope was not a call). As
+   needle_session_complete otherwise. */
+int needle_session_query(needle_session* s, const char* text, int max_new_tokens, char* out, int out_capacity);
+int needle_session_tool_result(needle_session* s, const char* result_json, int max_new_tokens, char* out,
+                               int out_capacity);
+/* The session's last envelope again ("" before its first turn): for a turn
+   whose envelope did not fit the caller's buffer (NEEDLE_E_BUFFER). */
+int needle_session_last_envelope(needle_session* s, char* out, int out_capacity);
 int needle_session_pin(needle_session* s, const char* text); /* custom sink span; 0 */
 
 /* ---- options: each declared once, in one table (needle_options_describe

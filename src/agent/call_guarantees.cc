@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace needle {
 namespace {
@@ -167,6 +168,72 @@ std::string ClampedStatedNumber(const Envelope& env, const grammar::ToolGrammar&
     }
   });
   return why;
+}
+
+std::string PlannedNumberOutOfBounds(std::string_view reasoning, const Envelope& env, const grammar::ToolGrammar& g,
+                                     const std::vector<double>& said) {
+  // The plan's items "tool: 'span' -> key value; ... | tool: ...".
+  struct Item {
+    std::string tool, key, value;
+  };
+  std::vector<Item> items;
+  std::string tool, item;
+  auto close_item = [&] {
+    const size_t arrow = item.rfind("->");  // spans before it may hold an arrow
+    if (arrow != std::string::npos) {
+      std::string rest = item.substr(arrow + 2);
+      const size_t b = rest.find_first_not_of(' ');
+      rest = b == std::string::npos ? "" : rest.substr(b);
+      const size_t space = rest.find(' ');
+      if (space != std::string::npos) items.push_back({tool, rest.substr(0, space), rest.substr(space + 1)});
+    }
+    item.clear();
+  };
+  bool named = false;
+  PlanSpanReader spans;
+  for (char c : reasoning) {
+    if (spans.Outside(c)) {
+      if (c == ':' && !named) {
+        tool = item, named = true, item.clear();
+        while (!tool.empty() && tool.front() == ' ') tool.erase(0, 1);
+        continue;
+      }
+      if (c == ';' || c == '|') {
+        close_item();
+        if (c == '|') named = false, tool.clear();
+        continue;
+      }
+    }
+    item += c;
+  }
+  close_item();
+  for (const Item& it : items) {
+    char* end = nullptr;
+    const double planned = std::strtod(it.value.c_str(), &end);
+    if (it.value.empty() || end != it.value.c_str() + it.value.size() || !std::isfinite(planned) || !Said(said, planned)) continue;
+    bool carried = false, declared = false;
+    const grammar::Node* node = nullptr;
+    for (const auto& call : env.function_calls) {
+      if (!call.is_object() || call.value("name", std::string()) != it.tool) continue;
+      const grammar::Node* args = ArgsNode(call, g);
+      if (!args) continue;
+      for (size_t i = 0; i < args->prop_names.size(); ++i) {
+        if (args->prop_names[i] != it.key || g.nodes[args->prop_nodes[i]].kind != grammar::NodeKind::kNumber) continue;
+        declared = true, node = &g.nodes[args->prop_nodes[i]];
+        const auto v = call["arguments"].find(it.key);
+        carried = carried || (v != call["arguments"].end() && v->is_number() && v->get<double>() == planned);
+      }
+    }
+    if (!declared || carried || InBounds(*node, planned)) continue;
+    const grammar::Node& n = *node;
+    const bool above = (n.has_max && planned > n.maximum) || (n.has_xmax && planned >= n.xmaximum);
+    const bool below = (n.has_min && planned < n.minimum) || (n.has_xmin && planned <= n.xminimum);
+    if (!above && !below) continue;  // only a bound is reported (an integer's fraction is the model's to round)
+    const double bound = above ? (n.has_max ? n.maximum : n.xmaximum) : (n.has_min ? n.minimum : n.xminimum);
+    return "the request says " + Number(planned) + ", " + (above ? "above the maximum " : "below the minimum ") + Number(bound) +
+           " of " + it.key;
+  }
+  return "";
 }
 
 void DropRepeatedArrayItems(Envelope& env, std::string_view request) {

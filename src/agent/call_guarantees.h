@@ -29,6 +29,15 @@ void KeepWrittenSigns(Envelope& env, const grammar::ToolGrammar& grammar, const 
 // ("the request says 50000, above the maximum 10000 of amount"), "" if none.
 std::string ClampedStatedNumber(const Envelope& env, const grammar::ToolGrammar& grammar, const std::vector<double>& said);
 
+// A number the plan gives an argument ("'45 degrees' -> temperature 45")
+// that the conversation says, outside the argument's declared bounds, while
+// no call of that tool carries it: the grammar cut the planned value into
+// range (or the call left it out). Returns why ("the request says 45, above
+// the maximum 30 of temperature"), "" if none. Catches what
+// ClampedStatedNumber cannot: a cut that is neither a prefix nor the bound.
+std::string PlannedNumberOutOfBounds(std::string_view reasoning, const Envelope& env, const grammar::ToolGrammar& grammar,
+                                     const std::vector<double>& said);
+
 // Arrays are not padded with repeats: a repeated item (the same value as an
 // earlier item of the array) is dropped, unless the request writes it as
 // often.

@@ -53,6 +53,24 @@ TEST(CallGuarantees, AStatedNumberOutsideItsBoundIsNotClamped) {
   EXPECT_EQ(ClampedStatedNumber(Calls(R"({"volume":100,"amount":1000})"), *g, {80.0, 1000.0}), "");
 }
 
+TEST(CallGuarantees, APlannedNumberCutIntoItsBoundIsReported) {
+  const auto g = Tools(R"({"temperature":{"type":"number","minimum":10,"maximum":30},"minutes":{"type":"integer"}})");
+  // The plan says 45, the request says 45, the grammar made it 15: neither a prefix nor the bound.
+  const std::string why = PlannedNumberOutOfBounds("t: '45 degrees' -> temperature 45", Calls(R"({"temperature":15})"), *g, {45.0});
+  EXPECT_EQ(why, "the request says 45, above the maximum 30 of temperature");
+  EXPECT_NE(PlannedNumberOutOfBounds("t: '5 degrees' -> temperature 5", Calls(R"({})"), *g, {5.0}).find("below the minimum 10"),
+            std::string::npos);  // left out of the call
+  // Not reported: a planned value in bounds, one the request does not say,
+  // one the call carries, a key that is not a number, another tool's plan.
+  EXPECT_EQ(PlannedNumberOutOfBounds("t: '22' -> temperature 22", Calls(R"({"temperature":24})"), *g, {22.0}), "");
+  EXPECT_EQ(PlannedNumberOutOfBounds("t: '22 in 45' -> temperature 225", Calls(R"({"temperature":22})"), *g, {22.0, 45.0}), "");
+  EXPECT_EQ(PlannedNumberOutOfBounds("t: 'x' -> minutes 45", Calls(R"({"minutes":45})"), *g, {45.0}), "");
+  EXPECT_EQ(PlannedNumberOutOfBounds("g: '45' -> temperature 45", Calls(R"({"temperature":15})"), *g, {45.0}), "");
+  // Spans may hold the separators; the second segment's item is read.
+  EXPECT_NE(PlannedNumberOutOfBounds("g: 'a; b | c' -> x | t: '99 -> 1' -> temperature 99", Calls(R"({"temperature":30})"), *g, {99.0}),
+            "");
+}
+
 TEST(CallGuarantees, ArraysAreNotPaddedWithRepeats) {
   Envelope env = Calls(R"({"items":["milk","milk","eggs"],"n":[5,5]})");
   DropRepeatedArrayItems(env, "add milk and eggs, and 5");

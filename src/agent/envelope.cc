@@ -73,21 +73,19 @@ double PeakRssMb() {
 
 uint32_t PlannedCalls(std::string_view reasoning) {
   uint32_t calls = 1;
-  bool in_span = false;  // a span opens at a quote after a space and closes at the next quote
-  bool named = false;    // this segment has its "name:"
+  bool named = false;  // this segment has its "name:"
+  PlanSpanReader spans;
   char prev = ' ';
   for (char c : reasoning) {
-    if (in_span) {
-      in_span = c != '\'';
-    } else if (c == '\'' && prev == ' ') {
-      in_span = true;
-    } else if (c == ':') {
+    const char before = prev;
+    prev = c;
+    if (!spans.Outside(c)) continue;
+    if (c == ':') {
       named = true;
-    } else if (c == '|' && prev == ' ') {
+    } else if (c == '|' && before == ' ') {
       if (!named) return 0;
       ++calls, named = false;
     }
-    prev = c;
   }
   return named ? calls : 0;
 }

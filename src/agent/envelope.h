@@ -87,6 +87,29 @@ void DropUnsaidOptionalNumbers(Envelope& env, const nlohmann::ordered_json& tool
 // Adds a warning naming each pair swapped or set.
 void OrderFromToPairs(Envelope& env, const nlohmann::ordered_json& tools, std::string_view request);
 
+// Reads a plan byte by byte: whether each byte is plan structure, outside
+// the quoted spans ("tool: 'span' -> key value; ... | tool: ..."). A span
+// opens at a quote after a space and closes at the next quote (both in it).
+class PlanSpanReader {
+ public:
+  bool Outside(char c) {
+    bool outside = false;
+    if (in_span_) {
+      in_span_ = c != '\'';
+    } else if (c == '\'' && prev_ == ' ') {
+      in_span_ = true;
+    } else {
+      outside = true;
+    }
+    prev_ = c;
+    return outside;
+  }
+
+ private:
+  bool in_span_ = false;
+  char prev_ = ' ';
+};
+
 // The number of calls a reasoning plans: one per segment, segments joined by
 // " | " outside the quoted spans ("a: 'x' -> k | b: no arguments needed" plans
 // 2; the model sometimes drops the space after the bar, so " |" counts).

@@ -168,7 +168,9 @@ Envelope Session::FinishEnvelope(TurnKind kind, const CallPlan& plan, const Deco
   TrimStringValues(env);
   if (const std::string bad = NonFiniteNumber(env); !bad.empty()) return error(ErrorCode::kInvalidCall, bad);
   KeepWrittenSigns(env, *grammar_, evidence_.said_numbers());
-  if (const std::string clamped = ClampedStatedNumber(env, *grammar_, evidence_.said_numbers()); !clamped.empty()) {
+  std::string clamped = ClampedStatedNumber(env, *grammar_, evidence_.said_numbers());
+  if (clamped.empty()) clamped = PlannedNumberOutOfBounds(plan.reasoning, env, *grammar_, evidence_.said_numbers());
+  if (!clamped.empty()) {
     // A value the request states outside a declared bound is not clamped into
     // range: the turn refuses, and says why.
     env.function_calls = nlohmann::ordered_json::array();

@@ -152,7 +152,7 @@ std::shared_ptr<SessionObject> FindSession(needle_session* s, const char* who) {
 
 // Copies `s` with its NUL, or fails without writing past out[0].
 // `what` names the result in the message (for an envelope: that the turn happened).
-constexpr const char* kEnvelope = "envelope (the turn was processed; needle_last_envelope returns it)";
+constexpr const char* kEnvelope = "envelope (the turn was processed; needle_last_envelope or needle_session_last_envelope returns it)";
 int WriteOut(const std::string& s, char* out, int cap, const char* what = kEnvelope) {
   if (!out || cap <= 0) return Fail(NEEDLE_E_ARGUMENT, "output buffer is NULL or has no capacity");
   if (s.size() + 1 > size_t(cap)) {
@@ -185,8 +185,13 @@ std::unique_ptr<needle::Session> NewSession(std::shared_ptr<const needle::Model>
   return s;
 }
 
+// Which turn a text starts: SPEC §11's rule (a result after a call, else a
+// query), or one the caller names.
+enum class TurnAs { kRule, kQuery, kToolResult };
+
 // A turn on a session the caller holds: 0 or more bytes written, or < 0.
-int Complete(SessionObject& so, const char* text, int max_new_tokens, char* out, int out_capacity) {
+int Complete(SessionObject& so, const char* text, int max_new_tokens, char* out, int out_capacity,
+             TurnAs as = TurnAs::kRule) {
   if (!text) return Fail(NEEDLE_E_ARGUMENT, "NULL text");
   if (!out || out_capacity <= 0) return Fail(NEEDLE_E_ARGUMENT, "output buffer is NULL or has no capacity");
   if (max_new_tokens < 0) {
@@ -194,7 +199,19 @@ int Complete(SessionObject& so, const char* text, int max_new_tokens, char* out,
   }
   // The same bound as the max_new_tokens option: checked by its table entry.
   if (max_new_tokens > 0) ParseOptions(("{\"max_new_tokens\":" + std::to_string(max_new_tokens) + "}").c_str(), {});
-  so.last_envelope = so.session->Complete(text, static_cast<uint32_t>(max_new_tokens)).Dump();
+  const auto budget = static_cast<uint32_t>(max_new_tokens);
+  needle::Envelope env;
+  switch (as) {
+    case TurnAs::kRule: env = so.session->Complete(text, budget); break;
+    case TurnAs::kQuery: env = so.session->Query(text, budget); break;
+    case TurnAs::kToolResult:
+      if (so.session->last_type() != needle::EnvelopeType::kCall) {
+        return Fail(NEEDLE_E_STATE, "needle_session_tool_result: no call is waiting for a result (the last turn was not a call)");
+      }
+      env = so.session->ToolResult(text, budget);
+      break;
+  }
+  so.last_envelope = env.Dump();
   return WriteOut(so.last_envelope, out, out_capacity);
 }
 
@@ -362,6 +379,25 @@ needle_session* needle_session_new(needle_model* model, const char* system, cons
 int needle_session_complete(needle_session* s, const char* text, int max_new_tokens, char* out, int out_capacity) {
   return WithSession(s, "needle_session_complete",
                      [&](SessionObject& so) { return Complete(so, text, max_new_tokens, out, out_capacity); });
+}
+
+int needle_session_query(needle_session* s, const char* text, int max_new_tokens, char* out, int out_capacity) {
+  return WithSession(s, "needle_session_query", [&](SessionObject& so) {
+    return Complete(so, text, max_new_tokens, out, out_capacity, TurnAs::kQuery);
+  });
+}
+
+int needle_session_tool_result(needle_session* s, const char* result_json, int max_new_tokens, char* out,
+                               int out_capacity) {
+  return WithSession(s, "needle_session_tool_result", [&](SessionObject& so) {
+    return Complete(so, result_json, max_new_tokens, out, out_capacity, TurnAs::kToolResult);
+  });
+}
+
+int needle_session_last_envelope(needle_session* s, char* out, int out_capacity) {
+  return WithSession(s, "needle_session_last_envelope", [&](SessionObject& so) {
+    return WriteOut(so.last_envelope, out, out_capacity, "last envelope");
+  });
 }
 
 int needle_session_set_options(needle_session* s, const char* options_json) {
