@@ -3,7 +3,8 @@
 - ```python blocks: each in its own interpreter, with this tree's package;
 - ```sh blocks: bash -euo pipefail from the repository root (they use build/);
 - ```cmake blocks: each line is in examples/consumer/CMakeLists.txt, which
-  scripts/test-install configures and builds against an installed copy.
+  scripts/test-install configures and builds against an installed copy;
+- ```js blocks: each is a file of clients/openai that an sh block runs.
 A block right after `<!-- readme-test: skip: REASON -->` is not run; the
 reason must be given. Output blocks (```json) and the layout are not examples.
 """
@@ -18,7 +19,7 @@ import pytest
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 BLOCK = re.compile(r"(?:<!-- readme-test: skip:(?P<reason>[^\n]*?)-->\n)?```(?P<lang>[a-z]*)\n(?P<body>.*?)```",
                    re.S)
-EXAMPLES = ("python", "sh", "cmake")
+EXAMPLES = ("python", "sh", "cmake", "js")
 
 
 def blocks():
@@ -74,6 +75,15 @@ def test_cmake_example_is_the_consumer_project(body, reason):
     project = open(os.path.join(ROOT, "examples", "consumer", "CMakeLists.txt"), encoding="utf-8").read()
     for line in body.strip().splitlines():
         assert line.strip() in project, f"{line!r} is not in examples/consumer/CMakeLists.txt"
+
+
+@pytest.mark.parametrize("body,reason", example_blocks("js"))
+def test_js_example_is_a_file_the_tests_run(body, reason):
+    # The README's JavaScript is a file of clients/openai, run by the sh block
+    # above it (and its folder's tests by ctest clients.openai).
+    folder = os.path.join(ROOT, "clients", "openai")
+    files = [open(os.path.join(folder, f), encoding="utf-8").read() for f in os.listdir(folder) if f.endswith(".mjs")]
+    assert any(body.strip() == f.strip() for f in files), "a js block of the README is not a file in clients/openai"
 
 
 @sanitized

@@ -34,17 +34,26 @@ Session::DecodedCall Session::DecodeCall(const CallPlan& plan, uint32_t call_bud
   matcher_->Reset();
   matcher_->SetCopySource(opt_.copy_bias > 0.0f ? &evidence_.copy_source() : nullptr);
   planned_calls_ = plan.calls;
-  if (plan.calls > 0) matcher_->SetCallCount(plan.calls, plan.max_calls);
+  uint32_t min_calls = plan.calls, max_calls = plan.max_calls;
+  if (opt_.max_calls > 0) {  // the caller's limit (parallel_tool_calls: false is 1)
+    max_calls = max_calls == 0 ? opt_.max_calls : std::min(max_calls, opt_.max_calls);
+    min_calls = std::min(min_calls, max_calls);
+  }
+  if (min_calls > 0 || max_calls > 0) matcher_->SetCallCount(min_calls, max_calls);
+  // The caller requires a call (tool_choice "required" or a named tool): no
+  // refusal is admitted, whatever the plan says.
+  matcher_->RequireCall(opt_.require_call);
   // A plan that says why no tool can be called is the answer: the grammar
   // admits no tool name this turn (restored below).
-  if (plan.refuses) matcher_->RestrictTools({});
+  const bool refuses = plan.refuses && !opt_.require_call;
+  if (refuses) matcher_->RestrictTools({});
   struct ActiveToolsBack {
     Session* s;
     bool on;
     ~ActiveToolsBack() {
       if (on) s->RestrictToActiveTools();
     }
-  } active_tools_back{this, plan.refuses};
+  } active_tools_back{this, refuses};
   DecodedCall out;
   out.budget = call_budget;
   std::vector<int32_t>& call = out.tokens;

@@ -33,6 +33,8 @@ struct Envelope {
   std::string reasoning;
   std::optional<double> confidence;
   double prefill_tps = 0, decode_tps = 0, peak_ram_mb = 0;
+  // Tokens this turn prefilled and generated (the server's `usage`; not in the JSON).
+  uint64_t prefill_tokens = 0, decode_tokens = 0;
   std::optional<nlohmann::ordered_json> results;
   std::vector<std::string> warnings;
 

@@ -369,6 +369,47 @@ void Session::Reset() {
   last_type_ = EnvelopeType::kRefuse;
 }
 
+void Session::ReplayTurn(std::string_view text, const nlohmann::ordered_json& calls, bool tool_result) {
+  try {
+    if (!calls.is_array()) throw Error(ErrorCode::kInvalidArgument, "replayed calls must be an array");
+    for (const auto& c : calls) {
+      if (!c.is_object() || !c.contains("name") || !c["name"].is_string() || (c.contains("arguments") && !c["arguments"].is_object())) {
+        throw Error(ErrorCode::kInvalidArgument, "a replayed call must be {\"name\": string, \"arguments\": object}: " + c.dump());
+      }
+    }
+    CheckText(text, tool_result ? "the tool result" : "the query");
+    const TurnKind kind = tool_result ? TurnKind::kToolResult : TurnKind::kQuery;
+    TurnStats stats;
+    PrefillTurn(kind, text, opt_.max_new_tokens, stats);  // the turn's text and <think>
+    if (kind == TurnKind::kQuery) chain_called_.clear();
+    // The answer as training spells it (no reasoning: the client never saw one):
+    // </think>, a newline, <tool_call>, the calls, </tool_call><|im_end|>, EOS.
+    const Tokenizer& tok = model_->tokenizer();
+    std::vector<int32_t> answer, part;
+    answer.push_back(int32_t(kThinkEndId));
+    tok.EncodeContinuation("\n", part);
+    answer.insert(answer.end(), part.begin(), part.end());
+    answer.push_back(int32_t(kToolCallId));
+    tok.EncodeContinuation(RenderCallsJson(calls), part);
+    answer.insert(answer.end(), part.begin(), part.end());
+    answer.insert(answer.end(), {int32_t(kToolCallEndId), int32_t(kImEndId), tok.eos_id()});
+    turn_ids_.insert(turn_ids_.end(), answer.begin(), answer.end());
+    decoding_ = nullptr;
+    Feed(answer, false);
+    state_->AttachPools(nullptr, 0);
+    for (const auto& c : calls) {
+      if (const int t = grammar_ ? grammar_->FindTool(c["name"].get_ref<const std::string&>()) : -1; t >= 0) {
+        chain_called_.push_back(uint32_t(t));
+      }
+    }
+    ++turns_;
+    last_type_ = !calls.empty() ? EnvelopeType::kCall : tool_result ? EnvelopeType::kRespond : EnvelopeType::kRefuse;
+  } catch (...) {
+    Reset();
+    throw;
+  }
+}
+
 Envelope Session::Run(std::string_view query, uint32_t max_steps, uint32_t max_new_tokens) {
   nlohmann::ordered_json executed = nlohmann::ordered_json::array();
   Envelope env = Query(query, max_new_tokens);

@@ -131,6 +131,14 @@ class Session {
   Envelope ToolResult(std::string_view result_json, uint32_t max_new_tokens = 0);
   // Drops the conversation; tools, facts, pins and the sink cache stay.
   void Reset();
+  // A past turn given rather than generated (a stateless client such as an
+  // OpenAI one sends the whole conversation each time): the request (or,
+  // with `tool_result`, the result of the last call) and the assistant's
+  // answer, its calls ([] for a refusal or the end of the loop), go into the
+  // cache as if this session had written them; the next turn continues
+  // after it. Throws Error naming a malformed call or input; then the
+  // session is as after Reset().
+  void ReplayTurn(std::string_view text, const nlohmann::ordered_json& calls, bool tool_result = false);
 
   // ---- run(): executes calls through callbacks until respond/refuse or max_steps
   using ToolFn = std::function<nlohmann::ordered_json(const nlohmann::ordered_json& arguments)>;

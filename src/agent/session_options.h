@@ -40,6 +40,10 @@ enum class OptionScope : uint8_t { kCreation, kTurn };
   X(uint32_t, window_requests, 0, 0, 1u << 20, kTurn,                                                                   \
     "the window shows the conversation from the N-th most recent request on (1: the current one, read as a "           \
     "session's first; 0: the whole window); applies from the next request")                                            \
+  /* ---- what the caller asks of the call (OpenAI's tool_choice and parallel_tool_calls) */                             \
+  X(bool, require_call, false, 0, 1, kTurn,                                                                             \
+    "the turn's answer holds a call: the grammar admits no refusal while a tool is declared")                          \
+  X(uint32_t, max_calls, 0, 0, 1u << 10, kTurn, "at most this many calls in one turn (0: as many as the plan asks)")    \
   /* ---- naming the tool */                                                                                            \
   X(uint32_t, retrieval_top_k, 5, 1, 1u << 16, kTurn, "more declared tools than this: retrieval picks this many")       \
   X(float, tool_score_bias, 100.0f, 0.0f, 1e6f, kTurn,                                                                  \

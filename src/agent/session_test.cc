@@ -505,6 +505,56 @@ TEST(Session, ExtractUsesOneTool) {
   for (const auto& c : e.function_calls) EXPECT_EQ(c["name"], "extract");
 }
 
+// A stateless client's history: the given call is fed, not generated; the
+// next text is its result; a refusal replayed leaves a query next; a
+// malformed call is named and leaves the session as after Reset().
+TEST(Session, ReplayedTurnsContinueAsGenerated) {
+  auto m = testing::AgentModel(2);
+  Session s(m, Small());
+  s.SetToolsJson(testing::kFiveTools);
+  const auto call = ordered_json::parse(R"([{"name":"set_lights","arguments":{"room":"kitchen","on":true}}])");
+  s.ReplayTurn("turn on the kitchen lights", call);
+  EXPECT_EQ(s.last_type(), EnvelopeType::kCall);
+  const std::vector<int32_t>& ids = s.turn_ids();
+  ASSERT_GE(ids.size(), 4u);
+  EXPECT_EQ(ids.back(), m->tokenizer().eos_id());
+  EXPECT_NE(std::find(ids.begin(), ids.end(), int32_t(kToolCallId)), ids.end());
+  const Envelope after = s.Complete(R"({"ok":true})");  // the call's result
+  EXPECT_TRUE(after.type == EnvelopeType::kRespond || after.type == EnvelopeType::kCall) << after.Dump();
+  s.ReplayTurn(R"({"ok":true})", ordered_json::array(), true);  // the loop ended
+  EXPECT_EQ(s.last_type(), EnvelopeType::kRespond);
+  s.ReplayTurn("what is the capital of Peru?", ordered_json::array());
+  EXPECT_EQ(s.last_type(), EnvelopeType::kRefuse);
+  try {
+    s.ReplayTurn("lights", ordered_json::parse(R"([{"arguments":{}}])"));
+    FAIL() << "a call without a name was replayed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("name"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(s.ReplayTurn(R"({"ok":true})", ordered_json::array(), true), Error);  // no call waits: reset
+  EXPECT_TRUE(s.Query("turn on the kitchen lights").success());
+}
+
+// The caller's requirements hold whatever the plan says: require_call admits
+// no refusal, max_calls bounds the calls.
+TEST(Session, RequireCallAndMaxCalls) {
+  auto m = testing::AgentModel(2);
+  SessionOptions o = Small();
+  o.require_call = true;
+  o.max_calls = 1;
+  Session s(m, o);
+  s.SetToolsJson(testing::kFiveTools);
+  for (const char* q : {"what is the capital of Peru?", "lights on in the hall and an alarm at 07:15", "hello"}) {
+    const Envelope e = s.Query(q);
+    if (e.type == EnvelopeType::kError) {
+      EXPECT_EQ(e.error_code, "invalid_call") << e.Dump();  // a value cut into a bound is named, never a refusal
+      continue;
+    }
+    EXPECT_EQ(e.type, EnvelopeType::kCall) << q << " " << e.Dump();
+    EXPECT_EQ(e.function_calls.size(), 1u) << e.Dump();
+  }
+}
+
 TEST(Session, ThreadsGiveTheSameAnswersAsSequential) {
   auto model = testing::AgentModel(17);
   const char* queries[] = {"lights in the hall", "alarm 07:15", "weather in Rome"};

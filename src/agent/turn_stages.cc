@@ -142,7 +142,10 @@ Envelope Session::FinishEnvelope(TurnKind kind, const CallPlan& plan, const Deco
   Envelope env;
   env.reasoning = plan.reasoning;
   env.warnings = warnings_;
-  if (!plan.refusal_reason.empty()) env.warnings.push_back("refused: " + plan.refusal_reason);
+  if (!plan.refusal_reason.empty()) {
+    env.warnings.push_back((opt_.require_call ? "the plan refused (" : "refused: ") + plan.refusal_reason +
+                           (opt_.require_call ? "), but the caller requires a call" : ""));
+  }
   if (call.looped) {
     env.warnings.push_back("the call fell into a repeating loop and was completed by the grammar");
   } else if (call.truncated) {
@@ -151,6 +154,7 @@ Envelope Session::FinishEnvelope(TurnKind kind, const CallPlan& plan, const Deco
   env.prefill_tps = stats.prefill_s > 0 ? double(stats.prefill_n) / stats.prefill_s : 0.0;
   env.decode_tps = stats.decode_s > 0 ? double(stats.decode_n) / stats.decode_s : 0.0;
   env.peak_ram_mb = PeakRssMb();
+  env.prefill_tokens = stats.prefill_n, env.decode_tokens = stats.decode_n;
   auto error = [&](ErrorCode code, const std::string& message) {
     last_type_ = EnvelopeType::kError;
     Envelope err = ErrorEnvelope(code, message);
@@ -158,6 +162,7 @@ Envelope Session::FinishEnvelope(TurnKind kind, const CallPlan& plan, const Deco
     err.function_calls = nlohmann::ordered_json::parse(call_text, nullptr, false);
     if (err.function_calls.is_discarded()) err.function_calls = nlohmann::ordered_json::array();
     err.prefill_tps = env.prefill_tps, err.decode_tps = env.decode_tps;
+    err.prefill_tokens = env.prefill_tokens, err.decode_tokens = env.decode_tokens;
     return err;
   };
   if (const auto bad = grammar::ValidateCall(call_text, *grammar_)) {
@@ -172,7 +177,9 @@ Envelope Session::FinishEnvelope(TurnKind kind, const CallPlan& plan, const Deco
   if (clamped.empty()) clamped = PlannedNumberOutOfBounds(plan.reasoning, env, *grammar_, evidence_.said_numbers());
   if (!clamped.empty()) {
     // A value the request states outside a declared bound is not clamped into
-    // range: the turn refuses, and says why.
+    // range: the turn refuses, and says why; where the caller requires a
+    // call, it is an error naming the value instead.
+    if (opt_.require_call) return error(ErrorCode::kInvalidCall, "no valid call: " + clamped);
     env.function_calls = nlohmann::ordered_json::array();
     env.warnings.push_back("refused: " + clamped);
   }

@@ -31,6 +31,16 @@ namespace needle::grammar {
 //   kLiteral    u = trie node (popped as soon as a value is complete and cannot go on)
 //   kUnion      replaced by the alternative its first byte selects
 
+// What a step reads besides the state: the tools admitted, the copy source
+// and the call count (GrammarMatcher's settings).
+struct MatcherContext {
+  const ToolGrammar& g;
+  const uint32_t* active_prefix;  // by name rank; nullptr = every tool
+  const CopySource* copy;         // tracks the copy state of plain strings (Frame::z) and numbers (Frame::v); nullptr = off
+  uint32_t min_calls = 0, max_calls = 0;  // GrammarMatcher::SetCallCount
+  bool require_call = false;              // GrammarMatcher::RequireCall
+};
+
 namespace {
 
 constexpr std::string_view kCallOpen = "{\"name\":";
@@ -228,12 +238,7 @@ int NumberStep(const Node& n, Frame& f, uint8_t b) {
   return 0;
 }
 
-struct Ctx {
-  const ToolGrammar& g;
-  const uint32_t* active_prefix;  // by name rank; nullptr = every tool
-  const CopySource* copy;         // tracks the copy state of plain strings (Frame::z) and numbers (Frame::v); nullptr = off
-  uint32_t min_calls = 0, max_calls = 0;  // GrammarMatcher::SetCallCount
-};
+using Ctx = MatcherContext;
 
 // After a consumed byte of a plain string: the copy state follows the decoded
 // content. `escape` is the escape state before the byte.
@@ -424,6 +429,7 @@ bool StepImpl(const Ctx& cx, GrammarState& st, uint8_t b) {
             return true;
           case 1:
             if (b == ']') {
+              if (cx.require_call && more) return false;  // (no tool admitted: "[]" stays the only way out)
               --st.depth;
               return true;
             }
@@ -496,6 +502,11 @@ void GrammarMatcher::Reset() {
   state_.depth = 0;
   Push(state_, *grammar_, grammar_->root);
   min_calls_ = max_calls_ = 0;
+  require_call_ = false;
+}
+
+MatcherContext GrammarMatcher::MakeCtx(const CopySource* copy) const {
+  return MatcherContext{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy, min_calls_, max_calls_, require_call_};
 }
 
 void GrammarMatcher::SetCallCount(uint32_t min_calls, uint32_t max_calls) {
@@ -524,7 +535,7 @@ void GrammarMatcher::RestrictToolNames(const std::vector<std::string>& names) {
 void GrammarMatcher::AllowAllTools() { active_prefix_.clear(); }
 
 bool GrammarMatcher::Step(GrammarState& s, uint8_t b) const {
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_, min_calls_, max_calls_};
+  const Ctx cx = MakeCtx(copy_);
   return StepImpl(cx, s, b);
 }
 
@@ -537,7 +548,7 @@ bool GrammarMatcher::AcceptByte(uint8_t b) {
 
 bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
   scratch_.CopyFrom(state_);
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_, min_calls_, max_calls_};
+  const Ctx cx = MakeCtx(copy_);
   for (char c : bytes)
     if (!StepImpl(cx, scratch_, uint8_t(c))) return false;
   state_.CopyFrom(scratch_);
@@ -547,7 +558,7 @@ bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
 bool GrammarMatcher::CanAccept(std::string_view bytes) const {
   GrammarState s;
   s.CopyFrom(state_);
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_, min_calls_, max_calls_};
+  const Ctx cx = MakeCtx(copy_);
   for (char c : bytes)
     if (!StepImpl(cx, s, uint8_t(c))) return false;
   return true;
@@ -560,7 +571,7 @@ bool GrammarMatcher::AcceptToken(int32_t id) {
 }
 
 void GrammarMatcher::WalkTrie(const TokenTrie::Trie& t, std::span<uint32_t> bits) {
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_, min_calls_, max_calls_};
+  const Ctx cx = MakeCtx(copy_);
   const TokenTrie::Node* nodes = t.nodes.data();
   const int32_t* ids = t.ids.data();
   const uint32_t n = uint32_t(t.nodes.size());
@@ -618,7 +629,7 @@ bool GrammarMatcher::NameCandidates(std::string_view bytes, uint32_t* rank_lo, u
   if (!BeforeOrInName()) return false;
   GrammarState s;
   s.CopyFrom(state_);
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), nullptr, min_calls_, max_calls_};
+  const Ctx cx = MakeCtx(nullptr);
   for (char c : bytes)
     if (!StepImpl(cx, s, uint8_t(c))) return false;
   if (s.depth < 2) return false;
@@ -641,7 +652,7 @@ bool GrammarMatcher::NameCandidates(std::string_view bytes, uint32_t* rank_lo, u
 size_t GrammarMatcher::ArgumentsCloseAt(std::string_view bytes) const {
   GrammarState s;
   s.CopyFrom(state_);
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), nullptr, min_calls_, max_calls_};
+  const Ctx cx = MakeCtx(nullptr);
   bool inside = s.depth >= 3;
   for (size_t i = 0; i < bytes.size(); ++i) {
     if (!StepImpl(cx, s, uint8_t(bytes[i]))) return std::string_view::npos;
@@ -872,7 +883,7 @@ bool GrammarMatcher::CompletionBytes(std::string* out) const {
     for (int b = 0x80; b < 0x100; ++b) s.push_back(char(b));
     return s;
   }();
-  const Ctx cx{*grammar_, active_prefix_.empty() ? nullptr : active_prefix_.data(), copy_, min_calls_, max_calls_};
+  const Ctx cx = MakeCtx(copy_);
   GrammarState s, t;
   s.CopyFrom(state_);
   while (out->size() < (size_t(1) << 20)) {

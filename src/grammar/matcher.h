@@ -73,6 +73,8 @@ struct GrammarState {
   }
 };
 
+struct MatcherContext;  // (matcher.cc)
+
 class GrammarMatcher {
  public:
   // `trie` may be null for byte-level use only (no masks or token ids).
@@ -87,6 +89,10 @@ class GrammarMatcher {
   // takes no more than `max_calls` (0 = no limit beyond the grammar's
   // max_calls). The session sets it from the plan in the reasoning.
   void SetCallCount(uint32_t min_calls, uint32_t max_calls);
+
+  // The array must hold a call: "[]" is not admitted while a tool is
+  // (tool_choice "required" or a named function). Cleared by Reset().
+  void RequireCall(bool on) { require_call_ = on; }
 
   // Restrict the admitted tool names to these tool indices (retrieval);
   // an empty list admits only "[]". AllowAllTools() undoes it.
@@ -200,6 +206,8 @@ class GrammarMatcher {
   std::vector<uint32_t> copy_walk_; // [trie max depth + 1]: copy states along the copy walk
   const CopySource* copy_ = nullptr;
   uint32_t min_calls_ = 0, max_calls_ = 0;  // SetCallCount
+  bool require_call_ = false;                // RequireCall
+  MatcherContext MakeCtx(const CopySource* copy) const;
   // (node << 20 | escape << 16 | DFA state) -> mask of the tokens that stay inside that string.
   std::unordered_map<uint64_t, std::vector<uint32_t>> inside_cache_;
 };

@@ -122,6 +122,26 @@ TEST(Calls, SetCallCountBoundsTheArrayOnceItHasACall) {
   EXPECT_FALSE(m.CanAccept("[" + set + ","));
 }
 
+// tool_choice "required" or a named function: the array must hold a call,
+// its completion from "[" writes one; with no tool admitted "[]" stays the
+// only way out (never a dead end); Reset() lifts it.
+TEST(Calls, RequireCallForbidsTheEmptyArray) {
+  const std::string set = R"({"name":"set","arguments":{"on":true}})";
+  GrammarMatcher m(ToolGrammar::Compile(std::string_view(kTwoTools)));
+  m.RequireCall(true);
+  EXPECT_FALSE(m.CanAccept("[]"));
+  EXPECT_TRUE(m.CanAccept("[" + set + "]"));
+  std::string rest;
+  ASSERT_TRUE(m.AcceptBytes("["));
+  ASSERT_TRUE(m.CompletionBytes(&rest));
+  EXPECT_NE(rest.find(R"({"name")"), std::string::npos) << rest;
+  m.Reset();
+  EXPECT_TRUE(m.CanAccept("[]"));
+  m.RequireCall(true);
+  m.RestrictTools({});
+  EXPECT_TRUE(m.CanAccept("[]"));
+}
+
 TEST(Calls, OneToolIsExtraction) {
   auto g = ToolGrammar::Compile(std::string_view(
       R"([{"name":"extract","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}])"));

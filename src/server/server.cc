@@ -1,0 +1,266 @@
+#include "server/server.h"
+
+#include <atomic>
+#include <chrono>
+#include <httplib.h>
+
+#include "base/error.h"
+#include "server/chat_request.h"
+#include "server/chat_response.h"
+#include "server/session_pool.h"
+
+namespace needle::server {
+namespace {
+
+using Json = nlohmann::json;
+using OJson = nlohmann::ordered_json;
+
+void Reply(httplib::Response& res, int status, const OJson& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, OJson::error_handler_t::replace), "application/json");
+}
+
+void ReplyError(httplib::Response& res, const ApiError& e) {
+  if (e.status == 503) res.set_header("Retry-After", "1");
+  Reply(res, e.status, e.ToJson());
+}
+
+// The HTTP status of a turn that ended in an error envelope: the request's
+// fault (400) or ours (500).
+int StatusOf(const Envelope& env) {
+  for (const char* code : {"invalid_argument", "invalid_json", "unsupported", "budget_exceeded"}) {
+    if (env.error_code == code) return 400;
+  }
+  return 500;
+}
+
+std::string SetupKey(const OJson& tools, const OJson& facts, const std::vector<std::string>& pins) {
+  std::string key = tools.dump() + '\x1f' + facts.dump();
+  for (const std::string& p : pins) key += '\x1f' + p;
+  return key;
+}
+
+}  // namespace
+
+struct Server::Impl {
+  Impl(std::shared_ptr<const Model> m, ServerOptions o)
+      : model(std::move(m)), opt(std::move(o)), pool(model, opt.session, opt.parallel, opt.queue) {}
+
+  std::shared_ptr<const Model> model;
+  ServerOptions opt;
+  SessionPool pool;
+  httplib::Server http;
+  int port = -1;
+  std::atomic<bool> stopping{false};
+
+  // Runs fn(session) on a session set up with these tools, facts and pins.
+  template <typename Fn>
+  void WithSession(const OJson& tools, const OJson& facts, const std::vector<std::string>& pins, Fn&& fn) {
+    const auto deadline = SessionPool::Clock::now() + std::chrono::milliseconds(opt.timeout_ms);
+    std::unique_ptr<SessionPool::Lease> lease;
+    SessionPool::Wait w;
+    try {
+      w = pool.Acquire(SetupKey(tools, facts, pins), deadline,
+                       [&](Session& s) {
+                         s.ClearPins();
+                         s.SetTools(tools);
+                         s.SetSystem(facts);
+                         for (const std::string& p : pins) s.PinSpan(p);
+                       },
+                       &lease);
+    } catch (const Error& e) {  // the setup: tools, facts or pins the engine refuses
+      throw ApiError(400, e.what(), "", ErrorCodeName(e.code()));
+    }
+    if (w == SessionPool::Wait::kQueueFull) throw ApiError(503, "the server is busy: every session is in use and the queue is full", "", "queue_full", "server_error");
+    if (w == SessionPool::Wait::kDeadline) {
+      throw ApiError(503, "no session came free within " + std::to_string(opt.timeout_ms) + " ms", "", "timeout", "server_error");
+    }
+    if (w == SessionPool::Wait::kStopping) throw ApiError(503, "the server is stopping", "", "stopping", "server_error");
+    fn(lease->session());
+  }
+
+  // The turn options a request asks for, on the server's own.
+  SessionOptions TurnOptions(bool require_call, uint32_t max_calls, uint32_t max_tokens) const {
+    SessionOptions o = opt.session;
+    o.require_call = require_call;
+    o.max_calls = max_calls;
+    if (max_tokens > 0) o.max_new_tokens = max_tokens;
+    return o;
+  }
+
+  void Chat(const httplib::Request& req, httplib::Response& res) {
+    const ChatRequest r = ParseChatRequest(req.body);
+    Envelope env;
+    if (r.tool_choice == ToolChoice::kNone) {  // no call, whatever the model would say: it is not asked
+      env.type = EnvelopeType::kRefuse;
+      env.warnings.push_back("tool_choice \"none\": no call was made");
+    } else {
+      OJson tools = r.tools;
+      if (r.tool_choice == ToolChoice::kNamed) {  // that function alone: the grammar admits no other
+        tools = OJson::array();
+        for (const OJson& t : r.tools)
+          if (t["name"] == r.named_tool) tools.push_back(t);
+      }
+      const bool require = r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kNamed;
+      WithSession(tools, r.facts, r.pins, [&](Session& s) {
+        s.SetOptions(TurnOptions(require, r.parallel_tool_calls ? 0 : 1, r.max_tokens));
+        for (size_t i = 0; i < r.history.size(); ++i) {
+          try {
+            s.ReplayTurn(r.history[i].text, r.history[i].calls, r.history[i].tool_result);
+          } catch (const Error& e) {
+            throw ApiError(400, std::string("messages: turn ") + std::to_string(i + 1) + " of the conversation: " + e.what(),
+                           "messages", ErrorCodeName(e.code()));
+          }
+        }
+        env = r.last.tool_result ? s.ToolResult(r.last.text) : s.Query(r.last.text);
+      });
+    }
+    if (env.type == EnvelopeType::kError) throw ApiError(StatusOf(env), env.error, "", env.error_code, StatusOf(env) == 400 ? "invalid_request_error" : "server_error");
+    const CompletionMeta meta = NewCompletionMeta(opt.model_name, env.function_calls.size());
+    if (!r.stream) return Reply(res, 200, CompletionJson(env, meta));
+    auto events = std::make_shared<std::vector<std::string>>(CompletionEvents(env, meta, r.include_usage));
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider("text/event-stream", [events](size_t, httplib::DataSink& sink) {
+      for (const std::string& e : *events)
+        if (!sink.write(e.data(), e.size())) return false;
+      sink.done();
+      return true;
+    });
+  }
+
+  // {"tools", "system"?, "query", "options"?} -> the SPEC envelope.
+  void NativeComplete(const httplib::Request& req, httplib::Response& res) {
+    const Json j = ParseBody(req.body);
+    if (!j.is_object() || !j.contains("query") || !j["query"].is_string()) throw ApiError(400, "the body needs \"query\" (a string)", "query");
+    const OJson tools = ParseTools(j.value("tools", Json::array()));
+    const OJson facts = FactsOf(j);
+    SessionOptions o = opt.session;
+    if (j.contains("options")) {
+      try {
+        ApplyOptionsJson(j["options"], o);
+      } catch (const Error& e) {
+        throw ApiError(400, e.what(), "options");
+      }
+    }
+    Envelope env;
+    WithSession(tools, facts, {}, [&](Session& s) {
+      try {
+        s.SetOptions(o);
+      } catch (const Error& e) {
+        throw ApiError(400, e.what(), "options");
+      }
+      env = s.Query(j["query"].get<std::string>());
+    });
+    Reply(res, env.type == EnvelopeType::kError ? StatusOf(env) : 200, env.ToJson());
+  }
+
+  // {"text", "schema" (a JSON Schema, or a tool {"name", "parameters"}), "system"?}
+  // -> {"record": {...} | null, "envelope": {...}}.
+  void NativeExtract(const httplib::Request& req, httplib::Response& res) {
+    const Json j = ParseBody(req.body);
+    if (!j.is_object() || !j.contains("text") || !j["text"].is_string()) throw ApiError(400, "the body needs \"text\" (a string)", "text");
+    if (!j.contains("schema") || !j["schema"].is_object()) throw ApiError(400, "the body needs \"schema\" (a JSON Schema object)", "schema");
+    Json tool = j["schema"];
+    if (!tool.contains("parameters")) {
+      tool = {{"name", "extract"}, {"description", "Extract the fields of this record from the text"}, {"parameters", j["schema"]}};
+    }
+    const OJson tools = ParseTools(Json::array({tool}), "schema");
+    Envelope env;
+    WithSession(tools, FactsOf(j), {}, [&](Session& s) {
+      s.SetOptions(opt.session);
+      env = s.Query(j["text"].get<std::string>());
+    });
+    if (env.type == EnvelopeType::kError) return Reply(res, StatusOf(env), {{"record", nullptr}, {"envelope", env.ToJson()}});
+    const OJson record = env.function_calls.empty() ? OJson() : env.function_calls[0].value("arguments", OJson());
+    Reply(res, 200, {{"record", record}, {"envelope", env.ToJson()}});
+  }
+
+  static OJson FactsOf(const Json& j) {
+    if (!j.contains("system") || j["system"].is_null()) return nullptr;
+    if (j["system"].is_string()) return SystemFactsOf(j["system"].get<std::string>());
+    if (!j["system"].is_object()) throw ApiError(400, "system must be an object of facts or \"key: value\" lines", "system");
+    return OJson(j["system"]);
+  }
+
+  bool Authorized(const httplib::Request& req) const {
+    return opt.api_key.empty() || req.get_header_value("Authorization") == "Bearer " + opt.api_key;
+  }
+
+  // Wraps a handler: the API key, then ApiError and engine errors as OpenAI-shaped JSON.
+  template <typename H>
+  httplib::Server::Handler Route(H h) {
+    return [this, h](const httplib::Request& req, httplib::Response& res) {
+      try {
+        if (!Authorized(req)) throw ApiError(401, "missing or wrong API key (Authorization: Bearer KEY)", "", "invalid_api_key");
+        (this->*h)(req, res);
+      } catch (const ApiError& e) {
+        ReplyError(res, e);
+      } catch (const Error& e) {
+        ReplyError(res, ApiError(400, e.what(), "", ErrorCodeName(e.code())));
+      } catch (const std::exception& e) {
+        ReplyError(res, ApiError(500, std::string("internal error: ") + e.what(), "", "internal_error", "server_error"));
+      }
+    };
+  }
+};
+
+Server::Server(std::shared_ptr<const Model> model, ServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(model), std::move(options))) {
+  Impl& m = *impl_;
+  // Threads for the requests being served and those allowed to wait; the
+  // pool's queue bounds the rest (503).
+  const size_t threads = size_t(m.opt.parallel) + m.opt.queue + 2;
+  m.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  m.http.set_payload_max_length(m.opt.body_limit);
+  m.http.set_error_handler([&m](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;  // a handler's own error
+    const int status = res.status;
+    if (status == 413) {
+      ReplyError(res, ApiError(413, "the body is over the limit of " + std::to_string(m.opt.body_limit) + " bytes", "", "body_too_large"));
+    } else if (status == 404) {
+      ReplyError(res, ApiError(404, "no such endpoint", "", "not_found"));
+    } else {
+      ReplyError(res, ApiError(status, "HTTP error " + std::to_string(status), "", ""));
+    }
+  });
+  m.http.Post("/v1/chat/completions", m.Route(&Impl::Chat));
+  m.http.Post("/v1/needle/complete", m.Route(&Impl::NativeComplete));
+  m.http.Post("/v1/needle/extract", m.Route(&Impl::NativeExtract));
+  m.http.Get("/v1/models", [&m](const httplib::Request& req, httplib::Response& res) {
+    if (!m.Authorized(req)) return ReplyError(res, ApiError(401, "missing or wrong API key (Authorization: Bearer KEY)", "", "invalid_api_key"));
+    Reply(res, 200, {{"object", "list"}, {"data", OJson::array({{{"id", m.opt.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "needle"}}})}});
+  });
+  m.http.Get("/health", [&m](const httplib::Request&, httplib::Response& res) {
+    const SessionPool::Stats st = m.pool.stats();
+    Reply(res, 200, {{"status", m.stopping ? "stopping" : "ok"}, {"model", m.opt.model_name}, {"sessions", st.sessions},
+                     {"busy", st.busy}, {"waiting", st.waiting}, {"served", st.served}, {"setups_reused", st.reused},
+                     {"queue_full", st.queue_full}, {"timed_out", st.timed_out}});
+  });
+}
+
+Server::~Server() { Stop(); }
+
+int Server::Bind() {
+  Impl& m = *impl_;
+  if (m.opt.port == 0) {
+    m.port = m.http.bind_to_any_port(m.opt.host.c_str());
+  } else {
+    m.port = m.http.bind_to_port(m.opt.host.c_str(), m.opt.port) ? m.opt.port : -1;
+  }
+  if (m.port < 0) throw Error(ErrorCode::kIo, "cannot listen on " + m.opt.host + ":" + std::to_string(m.opt.port) + " (in use, or not an address of this machine)");
+  return m.port;
+}
+
+void Server::Run() {
+  if (impl_->port < 0) Bind();
+  impl_->http.listen_after_bind();
+}
+
+void Server::Stop() {
+  Impl& m = *impl_;
+  if (m.stopping.exchange(true)) return;
+  m.pool.Stop();
+  m.http.stop();
+}
+
+}  // namespace needle::server

@@ -1,0 +1,80 @@
+// The latency of a chat completion through the server (HTTP over loopback,
+// the default model, one session): for a tool set the server saw last
+// (its prefilled sinks are reused) against a tool set it never saw (the
+// tools are prefilled first). A benchmark, not a test: compare the two as a
+// ratio in one run.
+//   build/bin/server_bench --benchmark_format=json
+#include <benchmark/benchmark.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "agent/model.h"
+#include "server/server.h"
+
+namespace {
+
+using nlohmann::json;
+
+// Four tools of a smart home (~250 tokens of sinks); `salt` makes the set new.
+json Tools(int salt) {
+  auto fn = [&](const char* name, const char* description, json properties, json required) {
+    return json{{"type", "function"},
+                {"function", {{"name", name}, {"description", std::string(description) + (salt ? " (set " + std::to_string(salt) + ")" : "")},
+                              {"parameters", {{"type", "object"}, {"properties", properties}, {"required", required}}}}}};
+  };
+  return json::array({
+      fn("set_lights", "Turn the lights of a room on or off, or dim them", {{"room", {{"type", "string"}}}, {"brightness", {{"type", "integer"}, {"minimum", 0}, {"maximum", 100}}}}, {"room"}),
+      fn("set_thermostat", "Set the target temperature of the heating", {{"temperature", {{"type", "number"}, {"minimum", 10}, {"maximum", 30}}}}, {"temperature"}),
+      fn("set_timer", "Start a countdown timer", {{"minutes", {{"type", "integer"}, {"minimum", 1}}}, {"label", {{"type", "string"}}}}, {"minutes"}),
+      fn("send_message", "Send a text message to a contact", {{"recipient", {{"type", "string"}}}, {"body", {{"type", "string"}}}}, {"recipient", "body"}),
+  });
+}
+
+struct Running {
+  Running() {
+    needle::server::ServerOptions o;
+    o.port = 0;
+    o.parallel = 1;
+    o.session.reasoning_beams = 1;
+    server = std::make_unique<needle::server::Server>(needle::Model::Default(), o);
+    port = server->Bind();
+    thread = std::thread([this] { server->Run(); });
+  }
+  ~Running() {
+    server->Stop();
+    thread.join();
+  }
+  std::unique_ptr<needle::server::Server> server;
+  int port = 0;
+  std::thread thread;
+};
+
+void Complete(benchmark::State& state, bool new_tools) {
+  static Running running;
+  httplib::Client client("127.0.0.1", running.port);
+  int salt = 0;
+  uint64_t prompt_tokens = 0, n = 0;
+  const json warm = {{"messages", {{{"role", "user"}, {"content", "dim the kitchen lights to 30 percent"}}}}, {"tools", Tools(0)}};
+  client.Post("/v1/chat/completions", warm.dump(), "application/json");  // the repeated set, seen once
+  for (auto _ : state) {
+    const json body = {{"messages", {{{"role", "user"}, {"content", "dim the kitchen lights to 30 percent"}}}},
+                       {"tools", Tools(new_tools ? ++salt : 0)}};
+    auto res = client.Post("/v1/chat/completions", body.dump(), "application/json");
+    if (!res || res->status != 200) {
+      state.SkipWithError("request failed");
+      break;
+    }
+    prompt_tokens += json::parse(res->body)["usage"]["prompt_tokens"].get<uint64_t>();
+    ++n;
+  }
+  state.counters["prompt_tokens"] = n ? double(prompt_tokens) / double(n) : 0.0;
+}
+
+void BM_RepeatedToolSet(benchmark::State& state) { Complete(state, false); }
+void BM_NewToolSet(benchmark::State& state) { Complete(state, true); }
+BENCHMARK(BM_RepeatedToolSet)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_NewToolSet)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace

@@ -1,0 +1,54 @@
+#include "server/session_pool.h"
+
+#include "base/error.h"
+
+namespace needle::server {
+
+SessionPool::SessionPool(std::shared_ptr<const Model> model, SessionOptions options, uint32_t sessions, uint32_t max_waiting)
+    : max_waiting_(max_waiting) {
+  if (sessions == 0) throw Error(ErrorCode::kInvalidArgument, "the server needs at least one session (--parallel 1)");
+  slots_.resize(sessions);
+  for (Slot& s : slots_) s.session = std::make_unique<Session>(model, options);
+}
+
+SessionPool::Lease::~Lease() {
+  if (pool_) pool_->Release(slot_);
+}
+
+Session& SessionPool::Lease::session() { return *pool_->slots_[slot_].session; }
+
+int SessionPool::PickSlot(const std::string& key) const {
+  int lru = -1;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (s.busy) continue;
+    if (s.key == key) return int(i);
+    if (lru < 0 || s.last_used < slots_[size_t(lru)].last_used) lru = int(i);
+  }
+  return lru;
+}
+
+void SessionPool::Release(size_t slot) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots_[slot].busy = false;
+  }
+  freed_.notify_all();  // (all: a waiter for another setup may take it as well)
+}
+
+void SessionPool::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  freed_.notify_all();
+}
+
+SessionPool::Stats SessionPool::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stats st{uint32_t(slots_.size()), 0, waiting_, served_, reused_, queue_full_, timed_out_};
+  for (const Slot& s : slots_) st.busy += s.busy;
+  return st;
+}
+
+}  // namespace needle::server
