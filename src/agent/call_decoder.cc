@@ -34,7 +34,8 @@ Session::DecodedCall Session::DecodeCall(const CallPlan& plan, uint32_t call_bud
   matcher_->Reset();
   matcher_->SetCopySource(opt_.copy_bias > 0.0f ? &evidence_.copy_source() : nullptr);
   planned_calls_ = plan.calls;
-  uint32_t min_calls = plan.calls, max_calls = plan.max_calls;
+  // (A plan of no calls sets no count: as before the caller's limit existed.)
+  uint32_t min_calls = plan.calls, max_calls = plan.calls > 0 ? plan.max_calls : 0;
   if (opt_.max_calls > 0) {  // the caller's limit (parallel_tool_calls: false is 1)
     max_calls = max_calls == 0 ? opt_.max_calls : std::min(max_calls, opt_.max_calls);
     min_calls = std::min(min_calls, max_calls);
