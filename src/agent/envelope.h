@@ -35,6 +35,9 @@ struct Envelope {
   double prefill_tps = 0, decode_tps = 0, peak_ram_mb = 0;
   // Tokens this turn prefilled and generated (the server's `usage`; not in the JSON).
   uint64_t prefill_tokens = 0, decode_tokens = 0;
+  // The cache after the turn: the pinned sink block, and the window's
+  // conversation tokens of its capacity (the playground's cache view; not in the JSON).
+  uint64_t sink_tokens = 0, window_tokens = 0, window_capacity = 0;
   std::optional<nlohmann::ordered_json> results;
   std::vector<std::string> warnings;
 

@@ -155,6 +155,12 @@ Envelope Session::FinishEnvelope(TurnKind kind, const CallPlan& plan, const Deco
   env.decode_tps = stats.decode_s > 0 ? double(stats.decode_n) / stats.decode_s : 0.0;
   env.peak_ram_mb = PeakRssMb();
   env.prefill_tokens = stats.prefill_n, env.decode_tokens = stats.decode_n;
+  if (state_) {
+    const WindowSinkCache& cache = state_->cache();
+    env.sink_tokens = cache.sinks_stored();
+    env.window_capacity = cache.geometry().window;
+    env.window_tokens = std::min<uint64_t>(uint64_t(cache.tokens()) - env.sink_tokens, env.window_capacity);
+  }
   auto error = [&](ErrorCode code, const std::string& message) {
     last_type_ = EnvelopeType::kError;
     Envelope err = ErrorEnvelope(code, message);
@@ -163,6 +169,7 @@ Envelope Session::FinishEnvelope(TurnKind kind, const CallPlan& plan, const Deco
     if (err.function_calls.is_discarded()) err.function_calls = nlohmann::ordered_json::array();
     err.prefill_tps = env.prefill_tps, err.decode_tps = env.decode_tps;
     err.prefill_tokens = env.prefill_tokens, err.decode_tokens = env.decode_tokens;
+    err.sink_tokens = env.sink_tokens, err.window_tokens = env.window_tokens, err.window_capacity = env.window_capacity;
     return err;
   };
   if (const auto bad = grammar::ValidateCall(call_text, *grammar_)) {

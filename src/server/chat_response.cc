@@ -30,6 +30,7 @@ OJson NeedleFields(const Envelope& env) {
              {"decode_tps", env.decode_tps},
              {"peak_ram_mb", env.peak_ram_mb}};
   if (!env.warnings.empty()) n["warnings"] = env.warnings;
+  n["tokens"] = {{"sink", env.sink_tokens}, {"window_used", env.window_tokens}, {"window", env.window_capacity}};
   return n;
 }
 

@@ -9,6 +9,12 @@
 #include "server/chat_response.h"
 #include "server/session_pool.h"
 
+// The playground (src/server/playground.html), embedded by CMake.
+extern "C" {
+extern const char needle_playground_page_begin[];
+extern const char needle_playground_page_end[];
+}
+
 namespace needle::server {
 namespace {
 
@@ -175,6 +181,14 @@ struct Server::Impl {
     Reply(res, 200, {{"record", record}, {"envelope", env.ToJson()}});
   }
 
+  // {"tools"} -> {"tools": n} when every schema is one the grammar enforces
+  // (the playground's editor), else the 400 a chat request would get.
+  void CheckTools(const httplib::Request& req, httplib::Response& res) {
+    const Json j = ParseBody(req.body);
+    if (!j.is_object() || !j.contains("tools")) throw ApiError(400, "the body needs \"tools\" (an array)", "tools");
+    Reply(res, 200, {{"tools", ParseTools(j["tools"]).size()}});
+  }
+
   static OJson FactsOf(const Json& j) {
     if (!j.contains("system") || j["system"].is_null()) return nullptr;
     if (j["system"].is_string()) return SystemFactsOf(j["system"].get<std::string>());
@@ -226,6 +240,11 @@ Server::Server(std::shared_ptr<const Model> model, ServerOptions options)
   m.http.Post("/v1/chat/completions", m.Route(&Impl::Chat));
   m.http.Post("/v1/needle/complete", m.Route(&Impl::NativeComplete));
   m.http.Post("/v1/needle/extract", m.Route(&Impl::NativeExtract));
+  m.http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::string(needle_playground_page_begin, size_t(needle_playground_page_end - needle_playground_page_begin)),
+                    "text/html; charset=utf-8");
+  });
+  m.http.Post("/v1/needle/tools/check", m.Route(&Impl::CheckTools));
   m.http.Get("/v1/models", [&m](const httplib::Request& req, httplib::Response& res) {
     if (!m.Authorized(req)) return ReplyError(res, ApiError(401, "missing or wrong API key (Authorization: Bearer KEY)", "", "invalid_api_key"));
     Reply(res, 200, {{"object", "list"}, {"data", OJson::array({{{"id", m.opt.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "needle"}}})}});

@@ -181,6 +181,21 @@ TEST_F(ServerTest, NativeEndpointsModelsAndHealth) {
   ASSERT_TRUE(health);
   EXPECT_EQ(json::parse(health->body)["status"], "ok");
   Post("/v1/needle/complete", {{"query", "x"}, {"options", {{"reasoning_beams", 99}}}}, 400);
+  // The playground and its schema check.
+  auto page = client_->Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->get_header_value("Content-Type").find("text/html"), std::string::npos);
+  EXPECT_NE(page->body.find("Needle playground"), std::string::npos);
+  EXPECT_NE(page->body.find("</html>"), std::string::npos);  // the whole file
+  EXPECT_EQ(Post("/v1/needle/tools/check", {{"tools", json::parse(testing::kFiveTools)}})["tools"], 5);
+  const json bad = Post("/v1/needle/tools/check", {{"tools", {{{"name", "f"}, {"parameters", {{"type", "object"}, {"properties", {{"x", {{"type", "string"}, {"if", json::object()}}}}}}}}}}}, 400);
+  EXPECT_EQ(bad["error"]["code"], "unsupported_schema");
+  // The cache view's numbers.
+  const json tokens = Post("/v1/chat/completions", Chat("lights in the hall"))["needle"]["tokens"];
+  EXPECT_GT(tokens["sink"].get<int>(), 0);
+  EXPECT_GT(tokens["window_used"].get<int>(), 0);
+  EXPECT_EQ(tokens["window"], 256);
 }
 
 TEST_F(ServerTest, ErrorsAreOpenAIShapedJson) {
