@@ -8,7 +8,10 @@
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
+#include <atomic>
+#include <cstdio>
 #include <thread>
+#include <vector>
 
 #include "agent/model.h"
 #include "server/server.h"
@@ -72,9 +75,61 @@ void Complete(benchmark::State& state, bool new_tools) {
   state.counters["prompt_tokens"] = n ? double(prompt_tokens) / double(n) : 0.0;
 }
 
+// Load: 8 clients at once against 2 sessions and a queue of 16, each
+// iteration one request per client, tool sets rotating among 3 (so setups
+// are both reused and replaced). Reports requests/s, the non-200 answers
+// (none expected: the queue holds every waiting client) and the process's
+// anonymous memory after the first round and at the end (flat: nothing is
+// kept per request).
+double AnonMb() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0.0;
+  char line[256];
+  double kb = 0.0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "RssAnon: %lf kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb / 1024.0;
+}
+
+void BM_EightClients(benchmark::State& state) {
+  needle::server::ServerOptions o;
+  o.port = 0;
+  o.parallel = 2;
+  o.queue = 16;
+  o.session.reasoning_beams = 1;
+  needle::server::Server server(needle::Model::Default(), o);
+  const int port = server.Bind();
+  std::thread serving([&] { server.Run(); });
+  std::atomic<uint64_t> failed{0}, served{0};
+  double anon_warm = 0.0;  // after the first round: sessions, grammars and threads exist
+  for (auto _ : state) {
+    std::vector<std::thread> clients;
+    for (int c = 0; c < 8; ++c) {
+      clients.emplace_back([&, c] {
+        httplib::Client client("127.0.0.1", port);
+        client.set_read_timeout(60, 0);
+        const json body = {{"messages", {{{"role", "user"}, {"content", "dim the kitchen lights to 30 percent"}}}}, {"tools", Tools(c % 3)}};
+        auto res = client.Post("/v1/chat/completions", body.dump(), "application/json");
+        (res && res->status == 200 ? served : failed)++;
+      });
+    }
+    for (auto& t : clients) t.join();
+    if (anon_warm == 0.0) anon_warm = AnonMb();
+  }
+  state.counters["requests_per_s"] = benchmark::Counter(double(served + failed), benchmark::Counter::kIsRate);
+  state.counters["failed"] = double(failed);
+  state.counters["anon_mb_after_first_round"] = anon_warm;
+  state.counters["anon_mb_end"] = AnonMb();
+  server.Stop();
+  serving.join();
+}
+
 void BM_RepeatedToolSet(benchmark::State& state) { Complete(state, false); }
 void BM_NewToolSet(benchmark::State& state) { Complete(state, true); }
 BENCHMARK(BM_RepeatedToolSet)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_NewToolSet)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_EightClients)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(250);
+BENCHMARK(BM_EightClients)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1000);
 
 }  // namespace
