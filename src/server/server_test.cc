@@ -220,6 +220,37 @@ TEST_F(ServerTest, ErrorsAreOpenAIShapedJson) {
   EXPECT_EQ(Post("/v1/chat/completions", Chat("hi"), 200, auth)["object"], "chat.completion");
 }
 
+// Clients at once: two sessions serve six requests of three tool sets; each
+// answer is its own request's (tool_choice names a tool of its set).
+TEST_F(ServerTest, ConcurrentClientsGetTheirOwnAnswers) {
+  ServerOptions o;
+  o.parallel = 2;
+  o.queue = 8;
+  Start(o);
+  const char* names[] = {"send_message", "set_alarm", "play_music"};
+  std::vector<std::thread> clients;
+  std::vector<std::string> got(6);
+  for (int c = 0; c < 6; ++c) {
+    clients.emplace_back([&, c] {
+      httplib::Client client("127.0.0.1", port_);
+      client.set_read_timeout(60, 0);
+      json tools = json::array();
+      for (const auto& t : json::parse(testing::kFiveTools)) {
+        if (t["name"] == "get_weather" && c % 3 == 1) continue;  // three different tool sets
+        if (t["name"] == "set_lights" && c % 3 == 2) continue;
+        tools.push_back({{"type", "function"}, {"function", t}});
+      }
+      const json body = {{"tools", tools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", names[c % 3]}}}}},
+                         {"messages", {{{"role", "user"}, {"content", "hello"}}}}};
+      auto res = client.Post("/v1/chat/completions", body.dump(), "application/json");
+      if (res && res->status == 200) got[size_t(c)] = json::parse(res->body)["choices"][0]["message"]["tool_calls"][0]["function"]["name"];
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (int c = 0; c < 6; ++c) EXPECT_EQ(got[size_t(c)], names[c % 3]) << c;
+  EXPECT_EQ(json::parse(client_->Get("/health")->body)["served"], 6);
+}
+
 // The pool: a repeated setup reuses its session's sinks; a full queue is
 // refused at once; a wait ends at its deadline.
 TEST(SessionPool, ReusesSetupsAndBoundsTheQueue) {
