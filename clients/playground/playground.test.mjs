@@ -1,7 +1,8 @@
 // The playground of needle serve, end to end in headless Chromium (Debian's
 // /usr/bin/chromium, driven by puppeteer-core): load it, choose a preset,
 // send a request, see the call, send a tool result, see the follow-up, and
-// save a screenshot. Run by scripts/test-playground (ctest clients.playground):
+// save a screenshot; then fine-tune on the preset's tools from the page,
+// watch the progress bar, switch the server to the new model and use it. Run by scripts/test-playground (ctest clients.playground):
 // NEEDLE_CLI is the needle binary, NEEDLE_SCREENSHOT where the picture goes.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -77,4 +78,36 @@ test("load, preset, request, call, tool result, follow-up", async () => {
 
   await page.screenshot({ path: screenshot, fullPage: true });
   assert.deepEqual(errors, []);
+});
+
+test("fine-tune from the page, then serve the new model", async (t) => {
+  const page = await browser.newPage();
+  await page.goto(url, { waitUntil: "networkidle0" });
+  await page.select("#preset", "smart home");
+  await page.waitForFunction(() => document.getElementById("tools-status").textContent.includes("schemas valid"));
+  await page.$eval("#ft-generate", (e) => { e.value = "20"; });
+  await page.click("#ft-start");
+  await page.waitForFunction(() => ["running", "done", "failed", "refused"].includes(document.getElementById("ft-status").dataset.state));
+  if (await page.$eval("#ft-status", (e) => e.dataset.state) === "refused") {
+    assert.match(await page.$eval("#ft-status", (e) => e.textContent), /trainer is not built/);
+    t.skip("needle-train is not built here (no libtorch): the page says so");
+    return;
+  }
+  let widths = new Set();
+  for (;;) {
+    const state = await page.$eval("#ft-status", (e) => e.dataset.state);
+    widths.add(await page.$eval("#ft-bar", (e) => e.style.width));
+    if (state !== "running") break;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  assert.equal(await page.$eval("#ft-status", (e) => e.dataset.state), "done", await page.$eval("#ft-status", (e) => e.textContent));
+  assert.equal(await page.$eval("#ft-bar", (e) => e.style.width), "100%");
+  assert.ok(widths.size >= 2, "the progress bar moved: " + [...widths].join(" "));
+  assert.equal(await page.$eval("#ft-use", (e) => e.disabled), false);
+  await page.click("#ft-use");
+  await page.waitForFunction(() => document.getElementById("ft-status").dataset.state === "serving");
+  await page.$eval("#request", (e) => { e.value = "dim the kitchen lights to 30 percent"; });
+  await page.click("#send");
+  await page.waitForSelector(".answer [data-type]");
+  assert.ok(["call", "refuse"].includes(await page.$eval(".answer [data-type]", (e) => e.dataset.type)));
 });

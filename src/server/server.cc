@@ -2,11 +2,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 #include <httplib.h>
 
 #include "base/error.h"
 #include "server/chat_request.h"
 #include "server/chat_response.h"
+#include "server/finetune_job.h"
 #include "server/session_pool.h"
 
 // The playground (src/server/playground.html), embedded by CMake.
@@ -50,11 +54,15 @@ std::string SetupKey(const OJson& tools, const OJson& facts, const std::vector<s
 
 struct Server::Impl {
   Impl(std::shared_ptr<const Model> m, ServerOptions o)
-      : model(std::move(m)), opt(std::move(o)), pool(model, opt.session, opt.parallel, opt.queue) {}
+      : model(std::move(m)), opt(std::move(o)), pool(model, opt.session, opt.parallel, opt.queue),
+        work_dir(opt.work_dir.empty() ? "/tmp/needle-serve-" + std::to_string(::getpid()) : opt.work_dir),
+        job(opt.cli_path, work_dir + "/finetune") {}
 
   std::shared_ptr<const Model> model;
   ServerOptions opt;
   SessionPool pool;
+  std::string work_dir;
+  FinetuneJob job;
   httplib::Server http;
   int port = -1;
   std::atomic<bool> stopping{false};
@@ -189,6 +197,54 @@ struct Server::Impl {
     Reply(res, 200, {{"tools", ParseTools(j["tools"]).size()}});
   }
 
+  // {"examples": JSONL} or {"tools", "generate": N}, with "epochs", "bits"
+  // -> 202 and the job's status; the base is the model served now.
+  void StartFinetune(const httplib::Request& req, httplib::Response& res) {
+    const Json j = ParseBody(req.body);
+    if (!j.is_object()) throw ApiError(400, "the body must be a JSON object", "");
+    FinetuneRequest r;
+    if (j.contains("examples")) {
+      if (!j["examples"].is_string()) throw ApiError(400, "examples must be JSONL text (one example per line)", "examples");
+      r.examples_jsonl = j["examples"].get<std::string>();
+    }
+    if (j.contains("tools")) r.tools = ParseTools(j["tools"]);
+    for (const char* k : {"generate", "epochs"}) {
+      if (j.contains(k) && !j[k].is_number_unsigned()) throw ApiError(400, std::string(k) + " must be a positive integer", k);
+    }
+    r.generate = j.value("generate", 0u);
+    r.epochs = j.value("epochs", 1u);
+    if (j.contains("bits")) r.bits = j["bits"].is_string() ? j["bits"].get<std::string>() : j["bits"].dump();
+    if (r.bits != "2" && r.bits != "3" && r.bits != "4") throw ApiError(400, "bits must be 2, 3 or 4", "bits");
+    job.Start(r, BasePath());
+    Reply(res, 202, job.Status());
+  }
+
+  void FinetuneStatus(const httplib::Request&, httplib::Response& res) { Reply(res, 200, job.Status()); }
+
+  // {"use": "finetuned"}: every session moves to the last job's model (busy
+  // ones once their request is done).
+  void UseModel(const httplib::Request& req, httplib::Response& res) {
+    const Json j = ParseBody(req.body);
+    if (!j.is_object() || j.value("use", Json()) != "finetuned") throw ApiError(400, "the body must be {\"use\": \"finetuned\"}", "use");
+    const std::string path = job.model();
+    if (path.empty()) throw ApiError(409, "no fine-tuned model yet (POST /v1/needle/finetune, then wait for state done)", "", "no_model");
+    pool.SetModel(Model::Open(path));
+    Reply(res, 200, {{"model", path}});
+  }
+
+  // The served model as a file, for the trainer: its own, or the embedded one written out once.
+  std::string BasePath() {
+    if (!opt.model_path.empty()) return opt.model_path;
+    const std::string path = work_dir + "/base.cact";
+    if (!std::filesystem::exists(path)) {
+      std::filesystem::create_directories(work_dir);
+      const auto bytes = Model::Embedded();
+      if (bytes.empty()) throw ApiError(501, "no model file to fine-tune (start needle serve with --model)", "", "no_model", "server_error");
+      std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    }
+    return path;
+  }
+
   static OJson FactsOf(const Json& j) {
     if (!j.contains("system") || j["system"].is_null()) return nullptr;
     if (j["system"].is_string()) return SystemFactsOf(j["system"].get<std::string>());
@@ -245,6 +301,9 @@ Server::Server(std::shared_ptr<const Model> model, ServerOptions options)
                     "text/html; charset=utf-8");
   });
   m.http.Post("/v1/needle/tools/check", m.Route(&Impl::CheckTools));
+  m.http.Post("/v1/needle/finetune", m.Route(&Impl::StartFinetune));
+  m.http.Get("/v1/needle/finetune", m.Route(&Impl::FinetuneStatus));
+  m.http.Post("/v1/needle/model", m.Route(&Impl::UseModel));
   m.http.Get("/v1/models", [&m](const httplib::Request& req, httplib::Response& res) {
     if (!m.Authorized(req)) return ReplyError(res, ApiError(401, "missing or wrong API key (Authorization: Bearer KEY)", "", "invalid_api_key"));
     Reply(res, 200, {{"object", "list"}, {"data", OJson::array({{{"id", m.opt.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "needle"}}})}});

@@ -8,6 +8,9 @@
 //   GET  /v1/models, /health
 //   POST /v1/needle/complete    one turn as the SPEC envelope
 //   POST /v1/needle/extract     a record read from text by a JSON Schema
+//   GET  /                      the playground; with POST/GET /v1/needle/finetune
+//                               (a LoRA job in the background) and
+//                               POST /v1/needle/model (serve its result)
 //
 // Errors are OpenAI-shaped JSON: 400 for a malformed request (naming the
 // field), 401 without the API key, 413 over the body limit, 503 with
@@ -33,6 +36,10 @@ struct ServerOptions {
   std::string api_key;             // "" none; else "Authorization: Bearer KEY" on /v1/
   std::string model_name = "needle";
   SessionOptions session;          // every session's options (a request may narrow its turn's)
+  // Fine-tuning from the playground: the served model's file ("" : the
+  // embedded one), the needle CLI that runs the trainer ("" : unavailable),
+  // and where jobs write ("" : /tmp/needle-serve-PID).
+  std::string model_path, cli_path, work_dir;
 };
 
 class Server {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -33,6 +34,7 @@ class ServerTest : public ::testing::Test {
   void TearDown() override {
     if (server_) server_->Stop();
     if (thread_.joinable()) thread_.join();
+    server_.reset();
   }
   json Post(const std::string& path, const json& body, int want = 200, httplib::Headers headers = {}) {
     auto res = client_->Post(path.c_str(), headers, body.dump(), "application/json");
@@ -249,6 +251,48 @@ TEST_F(ServerTest, ConcurrentClientsGetTheirOwnAnswers) {
   for (auto& t : clients) t.join();
   for (int c = 0; c < 6; ++c) EXPECT_EQ(got[size_t(c)], names[c % 3]) << c;
   EXPECT_EQ(json::parse(client_->Get("/health")->body)["served"], 6);
+}
+
+// Fine-tuning from the playground: refused with a reason where it cannot
+// run; where the trainer is built, a job phrases examples for the tools,
+// fine-tunes and builds, and the server then serves the result.
+TEST_F(ServerTest, FinetuneJobEndToEnd) {
+  ServerOptions o;
+  o.cli_path = "";
+  o.work_dir = ::testing::TempDir() + "/needle-serve-ft";
+  Start(o);
+  const json tools = json::parse(testing::kFiveTools);
+  EXPECT_EQ(Post("/v1/needle/finetune", {{"tools", tools}, {"generate", 20}}, 501)["error"]["code"], "no_trainer");
+  TearDown();
+
+  const std::filesystem::path cli = NEEDLE_CLI;
+  o.cli_path = cli.string();
+  Start(o);
+  Post("/v1/needle/finetune", {{"generate", 20}}, 400);                       // nothing to learn from
+  Post("/v1/needle/finetune", {{"tools", tools}, {"generate", 20}, {"bits", 5}}, 400);
+  Post("/v1/needle/model", {{"use", "finetuned"}}, 409);                       // no model yet
+  if (!std::filesystem::exists(cli.parent_path() / "needle-train")) {
+    EXPECT_EQ(Post("/v1/needle/finetune", {{"tools", tools}, {"generate", 20}}, 501)["error"]["code"], "no_trainer");
+    GTEST_SKIP() << "needle-train is not built (no libtorch): the job itself is not run";
+  }
+  const json started = Post("/v1/needle/finetune", {{"tools", tools}, {"generate", 20}, {"epochs", 1}}, 202);
+  EXPECT_EQ(started["state"], "running");
+  Post("/v1/needle/finetune", {{"tools", tools}, {"generate", 20}}, 409);       // one job at a time
+  json status;
+  double last_progress = 0.0;
+  for (int i = 0; i < 600; ++i) {
+    status = json::parse(client_->Get("/v1/needle/finetune")->body);
+    EXPECT_GE(status["progress"].get<double>(), last_progress);  // it only moves forward
+    last_progress = status["progress"].get<double>();
+    if (status["state"] != "running") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(status["state"], "done") << status.dump();
+  EXPECT_EQ(status["progress"], 1.0);
+  EXPECT_TRUE(std::filesystem::exists(status["model"].get<std::string>()));
+  EXPECT_EQ(Post("/v1/needle/model", {{"use", "finetuned"}})["model"], status["model"]);
+  const json r = Post("/v1/chat/completions", Chat("turn on the kitchen lights", {{"tool_choice", "required"}}));
+  EXPECT_FALSE(r["choices"][0]["message"]["tool_calls"].empty());
 }
 
 // The pool: a repeated setup reuses its session's sinks; a full queue is

@@ -5,7 +5,7 @@
 namespace needle::server {
 
 SessionPool::SessionPool(std::shared_ptr<const Model> model, SessionOptions options, uint32_t sessions, uint32_t max_waiting)
-    : max_waiting_(max_waiting) {
+    : model_(model), options_(options), max_waiting_(max_waiting) {
   if (sessions == 0) throw Error(ErrorCode::kInvalidArgument, "the server needs at least one session (--parallel 1)");
   slots_.resize(sessions);
   for (Slot& s : slots_) s.session = std::make_unique<Session>(model, options);
@@ -31,9 +31,24 @@ int SessionPool::PickSlot(const std::string& key) const {
 void SessionPool::Release(size_t slot) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    slots_[slot].busy = false;
+    Slot& s = slots_[slot];
+    if (s.stale) s.session = std::make_unique<Session>(model_, options_), s.key.clear(), s.stale = false;
+    s.busy = false;
   }
   freed_.notify_all();  // (all: a waiter for another setup may take it as well)
+}
+
+void SessionPool::SetModel(std::shared_ptr<const Model> model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  model_ = std::move(model);
+  for (Slot& s : slots_) {
+    if (s.busy) {
+      s.stale = true;
+    } else {
+      s.session = std::make_unique<Session>(model_, options_);
+      s.key.clear();
+    }
+  }
 }
 
 void SessionPool::Stop() {

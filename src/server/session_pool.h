@@ -50,6 +50,10 @@ class SessionPool {
   template <typename Setup>
   Wait Acquire(const std::string& key, Clock::time_point deadline, Setup&& setup, std::unique_ptr<Lease>* lease);
 
+  // Serves `model` from now on: idle sessions are replaced at once, busy
+  // ones when their request is done (it finishes on the old model).
+  void SetModel(std::shared_ptr<const Model> model);
+
   // Wakes every waiter with kStopping; later Acquire calls get it at once.
   void Stop();
 
@@ -63,7 +67,7 @@ class SessionPool {
   struct Slot {
     std::unique_ptr<Session> session;
     std::string key;  // its setup ("" none)
-    bool busy = false;
+    bool busy = false, stale = false;  // stale: to be rebuilt on model_ when released
     uint64_t last_used = 0;
   };
   // Under mu_: a free slot for `key` (its own setup first, else the least
@@ -73,6 +77,8 @@ class SessionPool {
 
   mutable std::mutex mu_;
   std::condition_variable freed_;
+  std::shared_ptr<const Model> model_;
+  SessionOptions options_;
   std::vector<Slot> slots_;
   uint32_t max_waiting_, waiting_ = 0;
   uint64_t tick_ = 0, served_ = 0, reused_ = 0, queue_full_ = 0, timed_out_ = 0;

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include <pthread.h>
+#include <unistd.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -68,6 +69,10 @@ int RunServe(int argc, char** argv) {
     if (name.size() > 5 && name.compare(name.size() - 5, 5, ".cact") == 0) name.resize(name.size() - 5);
   }
   o.model_name = name;
+  // Fine-tuning from the playground runs this binary's own commands.
+  o.model_path = args.Has("model") ? args.Get("model") : (std::getenv("NEEDLE_MODEL") ? std::getenv("NEEDLE_MODEL") : "");
+  char self[4096];
+  if (const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1); n > 0) o.cli_path.assign(self, size_t(n));
 
 #ifdef __GLIBC__
   // One malloc arena per HTTP thread would let memory spread over up to
