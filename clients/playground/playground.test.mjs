@@ -66,6 +66,9 @@ test("load, preset, request, call, tool result, follow-up", async () => {
   assert.equal(call, "set_lights");
   assert.match(await page.$eval(".answer", (e) => e.textContent), /confidence/);
   assert.match(await page.$eval("#cache", (e) => e.textContent), /sinks: \d+ tokens/);
+  // The cache token by token: the pinned tools, then the conversation.
+  assert.ok(await page.$$eval("#cache-tokens .sink", (es) => es.length) > 20);
+  assert.match(await page.$$eval("#cache-tokens .window", (es) => es.map((e) => e.textContent).join("")), /kitchen/);
 
   // The tool's result: the follow-up answer.
   assert.equal(await page.$eval("#send-result", (e) => e.disabled), false);

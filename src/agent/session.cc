@@ -273,6 +273,7 @@ void Session::PrepareSinks(std::string_view query, double* prefill_seconds, uint
   RestrictToActiveTools();
   sinks_dirty_ = false;
   turns_ = 0;
+  conversation_ids_.clear();
   evidence_.ClearTexts();
   *prefill_seconds += Since(t0);
   *prefill_tokens += p.ids.size();
@@ -298,7 +299,9 @@ Envelope Session::Turn(TurnKind kind, std::string_view text, uint32_t max_new_to
     return ErrorEnvelope(e.code(), e.what());
   }
   try {
-    return TurnOrThrow(kind, text, max_new_tokens);
+    Envelope env = TurnOrThrow(kind, text, max_new_tokens);
+    RememberTurnIds();
+    return env;
   } catch (const Error& e) {
     last_type_ = EnvelopeType::kError;
     return ErrorEnvelope(e.code(), e.what());
@@ -363,6 +366,7 @@ void Session::SetOptions(const SessionOptions& next) {
 void Session::Reset() {
   if (state_) state_->cache().ResetToSinks();
   turns_ = 0;
+  conversation_ids_.clear();
   evidence_.ClearTexts();
   chain_called_.clear();
   request_starts_.clear();
@@ -404,10 +408,27 @@ void Session::ReplayTurn(std::string_view text, const nlohmann::ordered_json& ca
     }
     ++turns_;
     last_type_ = !calls.empty() ? EnvelopeType::kCall : tool_result ? EnvelopeType::kRespond : EnvelopeType::kRefuse;
+    RememberTurnIds();
   } catch (...) {
     Reset();
     throw;
   }
+}
+
+void Session::RememberTurnIds() {
+  if (!state_) return;
+  const size_t window = state_->cache().geometry().window;
+  conversation_ids_.insert(conversation_ids_.end(), turn_ids_.begin(), turn_ids_.end());
+  if (conversation_ids_.size() > 2 * window) conversation_ids_.erase(conversation_ids_.begin(), conversation_ids_.end() - std::ptrdiff_t(window));
+}
+
+std::vector<int32_t> Session::window_ids() const {
+  if (!state_) return {};
+  const WindowSinkCache& cache = state_->cache();
+  // The window shows the last W conversation tokens, from the floor on when one is set.
+  size_t n = std::min<size_t>(conversation_ids_.size(), cache.geometry().window);
+  if (cache.window_floor() > int64_t(state_->sink_length())) n = std::min<size_t>(n, size_t(std::max<int64_t>(0, cache.tokens() - cache.window_floor())));
+  return std::vector<int32_t>(conversation_ids_.end() - std::ptrdiff_t(n), conversation_ids_.end());
 }
 
 Envelope Session::Run(std::string_view query, uint32_t max_steps, uint32_t max_new_tokens) {

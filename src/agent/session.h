@@ -170,6 +170,8 @@ class Session {
   // together what the confidence head scored (rollouts for its training).
   const std::vector<int32_t>& sink_ids() const { return sink_ids_; }
   const std::vector<int32_t>& turn_ids() const { return turn_ids_; }
+  // The conversation tokens the window shows now (after the sinks), oldest first.
+  std::vector<int32_t> window_ids() const;
   // The probability the decoder gave the last turn's call tokens: the cap the
   // reported confidence takes over the head (SPEC §10), so the head is trained
   // on min(head, this) as the user sees it. 1 before the first turn.
@@ -292,6 +294,8 @@ class Session {
   ProbePool* confidence_pools_[1] = {&confidence_pool_};  // attached to the decoding state(s) for a turn
 
   std::vector<int32_t> sink_ids_, turn_ids_;
+  std::vector<int32_t> conversation_ids_;  // the turns' tokens since the sinks (bounded: 2 windows)
+  void RememberTurnIds();  // after a turn: its ids join conversation_ids_
   double call_probability_ = 1.0;
   std::vector<float> tool_scores_;   // [tools] for the last query (empty: none)
   std::vector<float> tool_cosines_;  // [tools] the head's part of tool_scores_ (empty: no head)

@@ -206,6 +206,10 @@ ChatRequest ParseChatRequest(std::string_view body) {
     r.include_usage = so["include_usage"].get<bool>();
   }
 
+  if (j.contains("needle_cache")) {
+    if (!j["needle_cache"].is_boolean()) Bad("needle_cache must be a boolean", "needle_cache");
+    r.needle_cache = j["needle_cache"].get<bool>();
+  }
   const Json& messages = j.value("messages", Json());
   if (!messages.is_array() || messages.empty()) Bad("messages must be a non-empty array", "messages");
   // The turns: each input (a user request, or the results of the previous

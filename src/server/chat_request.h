@@ -48,6 +48,7 @@ struct ChatRequest {
   bool parallel_tool_calls = true;
   uint32_t max_tokens = 0;  // 0: the session's option
   bool stream = false, include_usage = false;
+  bool needle_cache = false;  // our extension: the response lists the sink and window tokens (the playground)
   std::vector<ChatTurn> history;  // replayed, oldest first
   ChatTurn last;                  // generated
 };

@@ -93,6 +93,21 @@ struct Server::Impl {
     fn(lease->session());
   }
 
+  // The cache after the turn, token by token: the pinned sink block and the
+  // conversation the window shows (the playground's view).
+  static OJson CacheView(const Session& s) {
+    const Tokenizer& tok = s.model().tokenizer();
+    auto pieces = [&](const std::vector<int32_t>& ids) {
+      OJson out = OJson::array();
+      for (int32_t id : ids) {
+        const std::string_view bytes = tok.TokenBytes(id);
+        out.push_back(std::string(bytes.empty() ? tok.IdToPiece(id) : bytes));  // markers by name
+      }
+      return out;
+    };
+    return {{"sink", pieces(s.sink_ids())}, {"window", pieces(s.window_ids())}};
+  }
+
   // The turn options a request asks for, on the server's own.
   SessionOptions TurnOptions(bool require_call, uint32_t max_calls, uint32_t max_tokens) const {
     SessionOptions o = opt.session;
@@ -105,6 +120,7 @@ struct Server::Impl {
   void Chat(const httplib::Request& req, httplib::Response& res) {
     const ChatRequest r = ParseChatRequest(req.body);
     Envelope env;
+    OJson cache_view;
     if (r.tool_choice == ToolChoice::kNone) {  // no call, whatever the model would say: it is not asked
       env.type = EnvelopeType::kRefuse;
       env.warnings.push_back("tool_choice \"none\": no call was made");
@@ -127,11 +143,16 @@ struct Server::Impl {
           }
         }
         env = r.last.tool_result ? s.ToolResult(r.last.text) : s.Query(r.last.text);
+        if (r.needle_cache) cache_view = CacheView(s);
       });
     }
     if (env.type == EnvelopeType::kError) throw ApiError(StatusOf(env), env.error, "", env.error_code, StatusOf(env) == 400 ? "invalid_request_error" : "server_error");
     const CompletionMeta meta = NewCompletionMeta(opt.model_name, env.function_calls.size());
-    if (!r.stream) return Reply(res, 200, CompletionJson(env, meta));
+    if (!r.stream) {
+      OJson body = CompletionJson(env, meta);
+      if (!cache_view.is_null()) body["needle"]["cache"] = std::move(cache_view);
+      return Reply(res, 200, body);
+    }
     auto events = std::make_shared<std::vector<std::string>>(CompletionEvents(env, meta, r.include_usage));
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider("text/event-stream", [events](size_t, httplib::DataSink& sink) {

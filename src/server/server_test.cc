@@ -193,11 +193,18 @@ TEST_F(ServerTest, NativeEndpointsModelsAndHealth) {
   EXPECT_EQ(Post("/v1/needle/tools/check", {{"tools", json::parse(testing::kFiveTools)}})["tools"], 5);
   const json bad = Post("/v1/needle/tools/check", {{"tools", {{{"name", "f"}, {"parameters", {{"type", "object"}, {"properties", {{"x", {{"type", "string"}, {"if", json::object()}}}}}}}}}}}, 400);
   EXPECT_EQ(bad["error"]["code"], "unsupported_schema");
-  // The cache view's numbers.
-  const json tokens = Post("/v1/chat/completions", Chat("lights in the hall"))["needle"]["tokens"];
+  // The cache view: counts always, the tokens when asked (needle_cache).
+  const json viewed = Post("/v1/chat/completions", Chat("lights in the hall", {{"needle_cache", true}}))["needle"];
+  const json& tokens = viewed["tokens"];
   EXPECT_GT(tokens["sink"].get<int>(), 0);
   EXPECT_GT(tokens["window_used"].get<int>(), 0);
   EXPECT_EQ(tokens["window"], 256);
+  EXPECT_EQ(viewed["cache"]["window"].size(), tokens["window_used"].get<size_t>());
+  EXPECT_FALSE(viewed["cache"]["sink"].empty());
+  std::string window_text;
+  for (const json& p : viewed["cache"]["window"]) window_text += p.get<std::string>();
+  EXPECT_NE(window_text.find("hall"), std::string::npos) << window_text;
+  EXPECT_FALSE(Post("/v1/chat/completions", Chat("lights in the hall"))["needle"].contains("cache"));
 }
 
 TEST_F(ServerTest, ErrorsAreOpenAIShapedJson) {
