@@ -36,15 +36,15 @@ FinetuneJob::~FinetuneJob() {
 
 void FinetuneJob::Start(const FinetuneRequest& r, const std::string& base_path) {
   namespace fs = std::filesystem;
+  if (r.epochs < 1 || r.epochs > 20) throw ApiError(400, "epochs must be 1 to 20", "epochs");
+  if (r.examples_jsonl.empty() && (r.generate < 10 || r.generate > 20000 || !r.tools.is_array() || r.tools.empty())) {
+    throw ApiError(400, "give \"examples\" (JSONL), or \"tools\" and \"generate\" (10 to 20000 examples to phrase)", "examples");
+  }
   if (cli_.empty()) throw ApiError(501, "this server was started without the needle CLI, which fine-tuning runs", "", "no_trainer", "server_error");
   const fs::path trainer = fs::path(cli_).parent_path() / "needle-train";
   if (!fs::exists(trainer)) {
     throw ApiError(501, "the trainer is not built (needle-train needs libtorch: scripts/setup, then scripts/build); fine-tuning is unavailable",
                    "", "no_trainer", "server_error");
-  }
-  if (r.epochs < 1 || r.epochs > 20) throw ApiError(400, "epochs must be 1 to 20", "epochs");
-  if (r.examples_jsonl.empty() && (r.generate < 10 || r.generate > 20000 || !r.tools.is_array() || r.tools.empty())) {
-    throw ApiError(400, "give \"examples\" (JSONL), or \"tools\" and \"generate\" (10 to 20000 examples to phrase)", "examples");
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ == "running") throw ApiError(409, "a fine-tuning job is running (GET /v1/needle/finetune)", "", "job_running");
