@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <httplib.h>
 
 #include "base/error.h"
@@ -339,6 +342,29 @@ Server::Server(std::shared_ptr<const Model> model, ServerOptions options)
 
 Server::~Server() { Stop(); }
 
+namespace {
+
+// Debian's cpp-httplib is built with a listen backlog of 5: a burst of
+// clients overflows it, and connections stall or fail (server_load_bench:
+// 100 clients at once, 25% read errors). Calling listen() again on the
+// listening socket sets a new backlog on Linux; httplib keeps that socket
+// private, so it is found by its port among this process's descriptors.
+void WidenListenBacklog(int port) {
+  for (int fd = 0; fd < 4096; ++fd) {
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
+    sockaddr_storage addr{};
+    socklen_t alen = sizeof addr;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
+    const int p = addr.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
+                  : addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port) : -1;
+    if (p == port) ::listen(fd, SOMAXCONN);
+  }
+}
+
+}  // namespace
+
 int Server::Bind() {
   Impl& m = *impl_;
   if (m.opt.port == 0) {
@@ -347,6 +373,7 @@ int Server::Bind() {
     m.port = m.http.bind_to_port(m.opt.host.c_str(), m.opt.port) ? m.opt.port : -1;
   }
   if (m.port < 0) throw Error(ErrorCode::kIo, "cannot listen on " + m.opt.host + ":" + std::to_string(m.opt.port) + " (in use, or not an address of this machine)");
+  WidenListenBacklog(m.port);
   return m.port;
 }
 
