@@ -15,6 +15,7 @@
 
 #include "agent/model.h"
 #include "server/server.h"
+#include "server/testing/running_server.h"
 
 namespace {
 
@@ -35,23 +36,15 @@ json Tools(int salt) {
   });
 }
 
-struct Running {
-  Running() {
+// One session, greedy reasoning: the latency of one request at a time.
+struct Running : needle::server::testing::RunningServer {
+  Running() : RunningServer(Options()) {}
+  static needle::server::ServerOptions Options() {
     needle::server::ServerOptions o;
-    o.port = 0;
     o.parallel = 1;
     o.session.reasoning_beams = 1;
-    server = std::make_unique<needle::server::Server>(needle::Model::Default(), o);
-    port = server->Bind();
-    thread = std::thread([this] { server->Run(); });
+    return o;
   }
-  ~Running() {
-    server->Stop();
-    thread.join();
-  }
-  std::unique_ptr<needle::server::Server> server;
-  int port = 0;
-  std::thread thread;
 };
 
 void Complete(benchmark::State& state, bool new_tools) {

@@ -32,27 +32,14 @@
 
 #include "agent/model.h"
 #include "server/server.h"
+#include "server/testing/running_server.h"
 
 namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-struct Running {
-  explicit Running(needle::server::ServerOptions o) {
-    o.port = 0;
-    server = std::make_unique<needle::server::Server>(needle::Model::Default(), o);
-    port = server->Bind();
-    thread = std::thread([this] { server->Run(); });
-  }
-  ~Running() {
-    server->Stop();
-    thread.join();
-  }
-  std::unique_ptr<needle::server::Server> server;
-  int port = 0;
-  std::thread thread;
-};
+using Running = needle::server::testing::RunningServer;
 
 json ClientBody(int c) {
   const std::string name = "tool_" + std::to_string(c);
