@@ -460,12 +460,16 @@ Envelope Session::Run(std::string_view query, uint32_t max_steps, uint32_t max_n
   return env;
 }
 
+nlohmann::ordered_json ExtractTool(const nlohmann::ordered_json& schema) {
+  if (schema.is_object() && schema.contains("parameters")) return schema;
+  return {{"name", "extract"}, {"description", "Extract the fields of this record from the text"}, {"parameters", schema}};
+}
+
 Envelope Extract(std::shared_ptr<const Model> model, std::string_view text, const nlohmann::ordered_json& schema,
                  const SessionOptions& options) {
   try {
     Session s(std::move(model), options);
-    s.SetTools(nlohmann::ordered_json::array(
-        {{{"name", "extract"}, {"description", "Extract the fields of this record from the text"}, {"parameters", schema}}}));
+    s.SetTools(nlohmann::ordered_json::array({ExtractTool(schema)}));
     return s.Query(text);
   } catch (const Error& e) {
     return ErrorEnvelope(e.code(), e.what());

@@ -410,8 +410,12 @@ class Session {
   std::vector<uint32_t> copy_walk_;  // [trie max depth + 1]
 };
 
-// extract(text, schema): a one-tool session whose only tool has `schema` as
-// its parameters; the envelope's single call carries the record.
+// The one tool extract() declares: a tool {"name", "parameters", ...} as it
+// is, any other value as the parameters of a tool named "extract".
+nlohmann::ordered_json ExtractTool(const nlohmann::ordered_json& schema);
+
+// extract(text, schema): a one-tool session whose only tool is
+// ExtractTool(schema); the envelope's single call carries the record.
 Envelope Extract(std::shared_ptr<const Model> model, std::string_view text, const nlohmann::ordered_json& schema,
                  const SessionOptions& options = {});
 

@@ -1,5 +1,6 @@
 // Session::Save and Session::Restore: the whole session, cache included.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -12,7 +13,32 @@ namespace needle {
 
 namespace {
 constexpr char kSessionMagic[8] = {'N', 'E', 'E', 'D', 'L', 'E', 'S', '1'};
+
+// An unsigned integer field of the header, `fallback` when absent. Anything
+// else (a float, a negative number, text) is a corrupt header: nlohmann's
+// value() would convert a float such as 1e21 to an integer, which is
+// undefined behaviour (found by session_restore_fuzz).
+uint64_t HeaderUint(const nlohmann::ordered_json& head, const char* key, uint64_t fallback, uint64_t max) {
+  if (!head.contains(key)) return fallback;
+  const auto& v = head[key];
+  if (!v.is_number_unsigned() || v.get<uint64_t>() > max) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("header field \"") + key + "\" is not an integer in [0, " + std::to_string(max) + "]");
+  }
+  return v.get<uint64_t>();
 }
+
+std::vector<uint32_t> HeaderIndices(const nlohmann::ordered_json& head, const char* key) {
+  std::vector<uint32_t> out;
+  if (!head.contains(key)) return out;
+  if (!head[key].is_array()) throw Error(ErrorCode::kInvalidArgument, std::string("header field \"") + key + "\" is not an array");
+  for (const auto& v : head[key]) {
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > UINT32_MAX) throw Error(ErrorCode::kInvalidArgument, std::string("header field \"") + key + "\" holds a value that is not an index");
+    out.push_back(v.get<uint32_t>());
+  }
+  return out;
+}
+
+}  // namespace
 
 void Session::Save(const std::string& path) const {
   nlohmann::ordered_json head = {{"model", model_->fingerprint()}, {"tools", tools_}, {"system", facts_},
@@ -80,30 +106,30 @@ void Session::RestoreOrThrow(const std::string& path) {
   const auto head = nlohmann::ordered_json::parse(v.substr(0, hn), nullptr, false);
   v.remove_prefix(hn);
   if (head.is_discarded() || !head.is_object()) throw Error(ErrorCode::kInvalidArgument, "session: corrupt header in '" + path + "'");
-  if (head.value("model", uint64_t(0)) != model_->fingerprint()) {
+  if (HeaderUint(head, "model", 0, UINT64_MAX) != model_->fingerprint()) {
     throw Error(ErrorCode::kInvalidArgument, "session: '" + path + "' was saved with another model");
   }
   // Rebuild the setup, then the cache exactly as it was.
   SetTools(head["tools"]);
   SetSystem(head["system"]);
   pins_ = head["pins"].get<std::vector<std::string>>();
-  opt_.window = head.value("window", 0u);
-  if (opt_.window > (1u << 16)) throw Error(ErrorCode::kInvalidArgument, "session: window " + std::to_string(opt_.window) + " in '" + path + "' is out of range");
+  opt_.window = static_cast<uint32_t>(HeaderUint(head, "window", 0, 1u << 16));
   state_.reset();
   sinks_dirty_ = true;
+  if (head.contains("has_state") && !head["has_state"].is_boolean()) throw Error(ErrorCode::kInvalidArgument, "header field \"has_state\" is not a boolean");
   if (head.value("has_state", false)) {
-    state_ = model_->fast().NewState({head.value("sink_length", 0u), opt_.window, 32, false});
+    state_ = model_->fast().NewState({static_cast<uint32_t>(HeaderUint(head, "sink_length", 0, UINT32_MAX)), opt_.window, 32, false});
     ++sink_epoch_;
     state_->cache().Restore(v);
     if (model_->confidence()) confidence_at_sinks_.Restore(v);
-    active_ = head["active"].get<std::vector<uint32_t>>();
+    active_ = HeaderIndices(head, "active");
     for (uint32_t i : active_) {
       if (i >= tools_.size()) throw Error(ErrorCode::kInvalidArgument, "session: active tool index out of range");
     }
     RestrictToActiveTools();
     sinks_dirty_ = false;
   }
-  turns_ = head.value("turns", 0u);
+  turns_ = static_cast<uint32_t>(HeaderUint(head, "turns", 0, UINT32_MAX));
   std::vector<std::string> texts;
   std::vector<uint8_t> flags;
   if (head.contains("copy_texts") && head["copy_texts"].is_array()) {
@@ -143,7 +169,7 @@ void Session::RestoreOrThrow(const std::string& path) {
     while (request_starts_.size() > opt_.window_requests) request_starts_.erase(request_starts_.begin());
     state_->cache().SetWindowFloor(std::min(request_starts_.front(), state_->cache().tokens()));
   }
-  last_type_ = static_cast<EnvelopeType>(std::clamp(head.value("last_type", 1), 0, 3));
+  last_type_ = static_cast<EnvelopeType>(HeaderUint(head, "last_type", 1, 3));
 }
 
 }  // namespace needle

@@ -161,7 +161,7 @@ TEST(Session, SaveRestoreContinuesExactly) {
 }
 
 // A saved file whose header is valid JSON of the wrong shapes (a pins string,
-// a huge sink length) is a named error, and the session keeps its own tools
+// a huge sink length, numbers of the wrong kind) is a named error, and the session keeps its own tools
 // with no conversation.
 TEST(Session, ACorruptSaveLeavesTheSessionItsOwnSetup) {
   auto model = testing::AgentModel(6);
@@ -174,7 +174,15 @@ TEST(Session, ACorruptSaveLeavesTheSessionItsOwnSetup) {
   std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   const std::string one_tool = R"([{"name":"only_tool","parameters":{"type":"object","properties":{}}}])";
   for (const auto& [from, to] : {std::pair<std::string, std::string>{"\"pins\":[]", "\"pins\":\"x\""},
-                                 {"\"sink_length\":", "\"sink_length\":4294967"}}) {
+                                 {"\"sink_length\":", "\"sink_length\":4294967"},
+                                 // Numbers of the wrong kind (found by session_restore_fuzz: a
+                                 // float fingerprint was converted to an integer, undefined behaviour).
+                                 {"\"model\":", "\"model\":1.6e21,\"m\":"},
+                                 {"\"window\":", "\"window\":0.5,\"w\":"},
+                                 {"\"turns\":", "\"turns\":-"},
+                                 {"\"last_type\":", "\"last_type\":7,\"t\":"},
+                                 {"\"active\":[", "\"active\":[1e30,"},
+                                 {"\"has_state\":", "\"has_state\":\"yes\",\"s\":"}}) {
     std::string bad = bytes;
     const size_t at = bad.find(from);
     ASSERT_NE(at, std::string::npos) << from;

@@ -162,7 +162,7 @@ ModelConfig LoadConfig(const std::string& preset_or_path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorCode::kInvalidJson, "config " + preset_or_path + ": " + e.what());
   }
   return ConfigFromJson(j);

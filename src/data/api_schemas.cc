@@ -98,7 +98,7 @@ std::vector<ApiTool> LoadApiSchemas(const std::string& dir, const std::set<std::
     ojson j;
     try {
       j = ojson::parse(ss.str());
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       throw Error(ErrorCode::kInvalidJson, f + ": " + e.what());
     }
     if (!j.is_object()) Bad(f, "must be an object {source, license, commit, tools}");

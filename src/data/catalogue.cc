@@ -111,7 +111,7 @@ ojson ReadJsonFile(const std::string& path) {
   ss << in.rdbuf();
   try {
     return ojson::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorCode::kInvalidJson, path + ": " + e.what());
   }
 }

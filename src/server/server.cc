@@ -198,11 +198,7 @@ struct Server::Impl {
     const Json j = ParseBody(req.body);
     if (!j.is_object() || !j.contains("text") || !j["text"].is_string()) throw ApiError(400, "the body needs \"text\" (a string)", "text");
     if (!j.contains("schema") || !j["schema"].is_object()) throw ApiError(400, "the body needs \"schema\" (a JSON Schema object)", "schema");
-    Json tool = j["schema"];
-    if (!tool.contains("parameters")) {
-      tool = {{"name", "extract"}, {"description", "Extract the fields of this record from the text"}, {"parameters", j["schema"]}};
-    }
-    const OJson tools = ParseTools(Json::array({tool}), "schema");
+    const OJson tools = ParseTools(Json::array({ExtractTool(OJson(j["schema"]))}), "schema");
     Envelope env;
     WithSession(tools, FactsOf(j), {}, [&](Session& s) {
       s.SetOptions(opt.session);

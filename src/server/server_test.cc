@@ -176,7 +176,9 @@ TEST_F(ServerTest, NativeEndpointsModelsAndHealth) {
   const json ex = Post("/v1/needle/extract", {{"text", "Invoice 42 from ACME"},
                                               {"schema", {{"type", "object"}, {"properties", {{"vendor", {{"type", "string"}}}}}, {"required", {"vendor"}}}}});
   EXPECT_TRUE(ex.contains("record") && ex.contains("envelope"));
-  if (!ex["record"].is_null()) EXPECT_TRUE(ex["record"].contains("vendor"));
+  if (!ex["record"].is_null()) {
+    EXPECT_TRUE(ex["record"].contains("vendor"));
+  }
   auto models = client_->Get("/v1/models");
   ASSERT_TRUE(models);
   EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "test-model");

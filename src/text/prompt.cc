@@ -69,10 +69,11 @@ nlohmann::ordered_json ParseSystemFacts(std::string_view text) {
     if (!j.is_object()) Bad("system facts: expected a JSON object such as {\"date\": \"2026-11-30\"}, got a JSON " + std::string(j.type_name()));
     RenderSystemFacts(j);  // the keys
     return j;
-  } catch (const nlohmann::json::parse_error& e) {
-    // "[json.exception.parse_error.101] parse error at line 1, column 9: ..." -> from "parse error"
+  } catch (const nlohmann::json::exception& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 9: ..." -> from "parse error";
+    // a number too large for a double is an out_of_range error ("number overflow parsing '1e999'").
     std::string why = e.what();
-    if (const size_t at = why.find("parse error"); at != std::string::npos) why.erase(0, at);
+    if (why.starts_with("[json.exception.")) why.erase(0, why.find("] ") == std::string::npos ? 0 : why.find("] ") + 2);
     throw Error(ErrorCode::kInvalidJson, "system facts: malformed JSON (" + why + ")");
   }
 }

@@ -29,6 +29,21 @@ TEST(Prompt, FactsInCanonicalOrder) {
   EXPECT_EQ(RenderSystemFacts(nlohmann::ordered_json()), "");
 }
 
+// Found by prompt_fuzz: a number too large for a double is nlohmann's
+// out_of_range, not a parse_error; it escaped as an internal error.
+TEST(Prompt, MalformedFactsAreNamedErrors) {
+  for (const char* text : {R"({"date":)", R"({"date":1e999})", "[1e999]", R"({"battery":-1e400})"}) {
+    try {
+      ParseSystemFacts(text);
+      ADD_FAILURE() << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidJson) << text;
+      EXPECT_EQ(std::string(e.what()).find("system facts: malformed JSON ("), 0u) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("json.exception"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Prompt, SegmentsEncodeLikeTheWhole) {
   const Tokenizer tok(ReadSentencePieceModelFile(kGolden + "/tokenizer.model"));
   const PromptEncoder enc(tok);

@@ -66,7 +66,7 @@ int RunGenerateData(int argc, char** argv) {
     data::ojson tools;
     try {
       tools = data::ojson::parse(ReadFlagFile("tools", path));
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       throw Error(ErrorCode::kInvalidJson, "generate-data: " + path + ": " + e.what());
     }
     gen.SetUserTools(tools);
