@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/error.h"  // Error
+#include "base/install_paths.h"  // InstalledShareFile
 #include "data/rng.h"    // StableHash
 #include "data/words.h"  // Lower
 
@@ -520,6 +521,7 @@ std::vector<std::string> Catalogue::Words(const std::string& key, Split split) c
 
 std::string DefaultDataDir() {
   if (const char* env = std::getenv("NEEDLE_DATA_DIR"); env && *env) return env;
+  if (std::string installed = InstalledShareFile("data"); !installed.empty()) return installed;
   return NEEDLE_DATA_DIR;
 }
 

@@ -194,7 +194,8 @@ std::vector<ApiTool> LoadApiSchemas(const std::string& dir, const std::set<std::
 // Checks one tool schema of schemas/*.json; `where` names it in errors.
 void CheckApiTool(const ojson& tool, const std::string& where);
 
-// The data directory: $NEEDLE_DATA_DIR, else the source tree's data/.
+// The data directory: $NEEDLE_DATA_DIR, else an installed copy's
+// PREFIX/share/needle/data, else the source tree's data/.
 std::string DefaultDataDir();
 
 // Parses one slot definition (shared by capabilities, chains, invented parameters).

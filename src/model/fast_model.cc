@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "base/error.h"
 #include "kv/budget.h"
@@ -695,8 +696,11 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
   // single tokens (decode) and the sink block go token by token.
   const bool block_attention = s.block_attention && t0 >= S && T >= kMinBlockAttentionTokens;
 
+  ForwardProfile* const prof = st.profile_;
+  using Stage = ForwardStage;
   // Embedding rows, scaled, into all lanes.
   const float emb_scale = std::sqrt(static_cast<float>(d));
+  std::optional<StageClock> embed_clock(std::in_place, prof, Stage::kEmbed);
   for (uint32_t p = 0; p < T; ++p) {
     float* x0 = &s.X[size_t(p) * n * d];
     CqDequantizeRow(embedding_.view, static_cast<uint32_t>(tokens[p]), x0);
@@ -704,6 +708,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     for (uint32_t j = 1; j < n; ++j) std::memcpy(x0 + size_t(j) * d, x0, d * sizeof(float));
     for (uint32_t h = 0; h < st.num_pools_; ++h) st.pools_[h]->Add(x0);  // cell 0: x0 (all lanes equal)
   }
+  embed_clock.reset();
 
   for (uint32_t li = 0; li < c.num_layers; ++li) {
     const Layer& Ly = layers_[li];
@@ -713,10 +718,16 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
       RmsUnitFast(&s.X[size_t(p) * n * d], n * d, &s.nx[size_t(p) * n * d]);
       prepare_row(s.nx.data(), n * d, phi_pre_.field_bits(), p);
     };
-    ForEachToken(pool, T, unit);
-    matmul_multi({{&phi_pre_, li * n, n, s.proj_pre.data(), n},
-                  {&phi_post_, li * n, n, s.proj_post.data(), n},
-                  {&phi_res_, li * n * n, n * n, s.proj_res.data(), n * n}});
+    {
+      StageClock sc(prof, Stage::kMhcNorm);
+      ForEachToken(pool, T, unit);
+    }
+    {
+      StageClock sc(prof, Stage::kMhcMatmul);
+      matmul_multi({{&phi_pre_, li * n, n, s.proj_pre.data(), n},
+                    {&phi_post_, li * n, n, s.proj_post.data(), n},
+                    {&phi_res_, li * n * n, n * n, s.proj_res.data(), n * n}});
+    }
     const int32_t site = site_of_layer_[li];
     auto norm_in = [&](uint32_t p) {
       ZcRmsNormFast(&s.xin[size_t(p) * d], Ly.norm_in.data(), d, &s.h[size_t(p) * d]);
@@ -740,12 +751,16 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
       std::memcpy(&s.xin[size_t(p) * d], u, d * sizeof(float));
       if (site < 0) norm_in(p);  // no engram here: the attention input is ready
     };
-    ForEachToken(pool, T, coefficients);
+    {
+      StageClock sc(prof, Stage::kMhcMix);
+      ForEachToken(pool, T, coefficients);
+    }
 
     // ---- engram site: x = u + alpha * ev
     if (const int32_t si = site; si >= 0) {
       const Site& E = sites_[si];
       const uint32_t eh = c.engram_heads_per_order(), sub = c.engram_sub_dim(), slots = c.engram_slots;
+      std::optional<StageClock> lookup_clock(std::in_place, prof, Stage::kEngramLookup);
       for (uint32_t p = 0; p < T; ++p) {
         const int64_t P = t0 + p;
         int32_t hist[8];
@@ -767,8 +782,13 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
           }
         }
       }
-      prepare(s.e.data(), d, E.key.field_bits());
-      matmul_multi({{&E.key, 0, d, s.ek.data(), d}, {&E.value, 0, d, s.ev0.data(), d}});
+      lookup_clock.reset();
+      {
+        StageClock sc(prof, Stage::kEngramMatmul);
+        prepare(s.e.data(), d, E.key.field_bits());
+        matmul_multi({{&E.key, 0, d, s.ek.data(), d}, {&E.value, 0, d, s.ev0.data(), d}});
+      }
+      StageClock mix_clock(prof, Stage::kEngramMix);
       const uint32_t taps = static_cast<uint32_t>(E.taps.size() / d), dil = c.engram_dilation();
       for (uint32_t p = 0; p < T; ++p) {
         const int64_t P = t0 + p;
@@ -795,17 +815,26 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     }
 
     // ---- attention projections (batched over the chunk)
-    if (site >= 0) ForEachToken(pool, T, norm_in);
-    matmul_multi({{&Ly.q, 0, H * hd, s.q.data(), H * hd},
-                  {&Ly.k, 0, kv, s.k.data(), kv},
-                  {&Ly.v, 0, kv, s.v.data(), kv},
-                  {&Ly.gate, 0, H * hd, s.gate.data(), H * hd}});
+    if (site >= 0) {
+      StageClock sc(prof, Stage::kAttnNorm);
+      ForEachToken(pool, T, norm_in);
+    }
+    {
+      StageClock sc(prof, Stage::kQkvgMatmul);
+      matmul_multi({{&Ly.q, 0, H * hd, s.q.data(), H * hd},
+                    {&Ly.k, 0, kv, s.k.data(), kv},
+                    {&Ly.v, 0, kv, s.v.data(), kv},
+                    {&Ly.gate, 0, H * hd, s.gate.data(), H * hd}});
+    }
 
     // ---- K/V into the cache, attention (gate applied below)
-    if (block_attention) {
-      AttendChunk(st, li, T, pool);
-    } else {
-      AttendTokens(st, li, T, pool);
+    {
+      StageClock sc(prof, Stage::kAttention);
+      if (block_attention) {
+        AttendChunk(st, li, T, pool);
+      } else {
+        AttendTokens(st, li, T, pool);
+      }
     }
     auto gate = [&](uint32_t p) {
       float* o = &s.o[size_t(p) * H * hd];
@@ -813,10 +842,16 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
       MulSigmoid(o, gt, H * hd);
       prepare_row(s.o.data(), H * hd, Ly.out.field_bits(), p);
     };
-    ForEachToken(pool, T, gate);
+    {
+      StageClock sc(prof, Stage::kGate);
+      ForEachToken(pool, T, gate);
+    }
 
     // ---- output projection, post norm, Hadamard MLP, lane update
-    matmul(Ly.out, 0, d, s.a.data(), d);
+    {
+      StageClock sc(prof, Stage::kOutMatmul);
+      matmul(Ly.out, 0, d, s.a.data(), d);
+    }
     const float g_attn = Sigmoid(Ly.attn_gate);
     // Per token; x1 and z live in rows of buffers the products above are done
     // with (h: the attention input, rotated: the out projection's activations).
@@ -842,7 +877,10 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
       MixLanesFast(X, a, hr, &s.hpost[p * n], n, d, nxp);
       std::memcpy(X, nxp, size_t(n) * d * sizeof(float));
     };
-    ForEachToken(pool, T, mlp);
+    {
+      StageClock sc(prof, Stage::kMlp);
+      ForEachToken(pool, T, mlp);
+    }
     // Head cells, in token order: the mean of the lanes after this layer (SPEC §2).
     for (uint32_t p = 0; p < T && st.num_pools_; ++p) {
       const float* X = &s.X[size_t(p) * n * d];
@@ -866,6 +904,7 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
   if (!logits) return;
   const uint32_t first_out = all_logits ? 0 : T - 1;
   const uint32_t outs = T - first_out;
+  std::optional<StageClock> norm_clock(std::in_place, prof, Stage::kLogitsNorm);
   for (uint32_t p = first_out; p < T; ++p) {
     float* mean = s.mean.data();
     std::fill(mean, mean + d, 0.0f);
@@ -875,6 +914,8 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     }
     ZcRmsNormFast(mean, final_norm_.data(), d, &s.h[size_t(p - first_out) * d]);
   }
+  norm_clock.reset();
+  StageClock logits_clock(prof, Stage::kLogitsMatmul);
   const uint32_t saved_T = T;
   T = outs;  // prepare/matmul work on the first `outs` rows
   prepare(s.h.data(), d, embedding_.field_bits());

@@ -16,6 +16,7 @@
 #include "base/thread_pool.h"     // ThreadPool
 #include "io/cact_archive.h"      // CactArchive
 #include "kv/window_sink_cache.h" // WindowSinkCache
+#include "model/forward_profile.h" // ForwardProfile
 #include "model/heads.h"          // ProbePool
 #include "quant/cq_matvec.h"      // CqLevelsQ8, ActivationQ8
 
@@ -76,6 +77,9 @@ class DecoderState {
     pools_ = pools;
     num_pools_ = pools ? count : 0;
   }
+  // A profile that receives the time of each stage of every Forward from now
+  // on; nullptr detaches it. It must outlive its use.
+  void AttachProfile(ForwardProfile* profile) { profile_ = profile; }
 
  private:
   friend class FastModel;
@@ -85,6 +89,7 @@ class DecoderState {
   std::unique_ptr<Scratch> s_;
   ProbePool* const* pools_ = nullptr;
   uint32_t num_pools_ = 0;
+  ForwardProfile* profile_ = nullptr;
 };
 
 class FastModel {

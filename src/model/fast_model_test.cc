@@ -72,3 +72,37 @@ TEST(FastModel, ChunkedPrefillEqualsTokenByToken) {
 
 }  // namespace
 }  // namespace needle
+
+namespace needle {
+namespace {
+
+// A profile times the stages that ran, and only those, without changing a
+// logit; detached, it receives nothing more.
+TEST(FastModel, ProfileTimesTheStagesThatRanAndChangesNothing) {
+  const CactArchive archive = CactArchive::Open(kGolden + "/golden-b4.cact");
+  const FastModel model(archive);
+  const auto ids = GoldenIds();
+  const uint32_t V = model.config().vocab_size;
+  auto plain = model.NewState({.sink_length = 5, .window = 16});
+  auto timed = model.NewState({.sink_length = 5, .window = 16});
+  ForwardProfile profile;
+  timed->AttachProfile(&profile);
+  std::vector<float> a(V), b(V);
+  model.Forward(*plain, ids, a.data());
+  model.Forward(*timed, ids, b.data());
+  EXPECT_EQ(a, b);
+  for (ForwardStage stage : {ForwardStage::kMhcMatmul, ForwardStage::kQkvgMatmul, ForwardStage::kAttention,
+                             ForwardStage::kOutMatmul, ForwardStage::kMlp, ForwardStage::kLogitsMatmul}) {
+    EXPECT_GT(profile.seconds[size_t(stage)], 0.0) << kForwardStageNames[size_t(stage)];
+  }
+  bool engram = false;
+  for (uint32_t l : model.config().engram_layers) engram = engram || l < model.config().num_layers;
+  EXPECT_EQ(profile.seconds[size_t(ForwardStage::kEngramMatmul)] > 0.0, engram);
+  const ForwardProfile before = profile;
+  timed->AttachProfile(nullptr);
+  model.Forward(*timed, std::span(&ids[0], 1), b.data());
+  EXPECT_EQ(profile.seconds, before.seconds);
+}
+
+}  // namespace
+}  // namespace needle

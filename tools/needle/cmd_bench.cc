@@ -76,6 +76,7 @@ int RunBench(int argc, char** argv) {
              {"fp32", "", "run the fp32 path (no int8 rounding) instead of the int8 fast path"},
              {"window", "W", "override the archive's window (testing)"},
              {"every", "N", "print every N-th turn (default: about 20 lines)"},
+             {"profile", "", "time each stage of the forward pass (prefill and decode apart) and the token choice"},
              {"json", "", "end with one JSON object"}});
   if (!args.Parse(argc, argv)) return 0;
   const CactArchive archive = CactArchive::Open(args.Require("model"));
@@ -96,7 +97,7 @@ int RunBench(int argc, char** argv) {
     try {
       const nlohmann::json parsed = nlohmann::json::parse(tools);
       if (!parsed.is_array()) throw Error(ErrorCode::kInvalidJson, "bench: --tools must hold a JSON array of tool schemas");
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       throw Error(ErrorCode::kInvalidJson, "bench: --tools: " + std::string(e.what()));
     }
   }
@@ -126,6 +127,11 @@ int RunBench(int argc, char** argv) {
   opt.fp32 = args.Has("fp32");
   auto st = model.NewState(opt);
   ThreadPool pool(static_cast<uint32_t>(threads));
+  // --profile: stage times of prefill and of decode, and the token choice (argmax).
+  const bool profile = args.Has("profile");
+  ForwardProfile sink_profile, prefill_profile, decode_profile;
+  double choice_seconds = 0;
+  if (profile) st->AttachProfile(&sink_profile);
   std::vector<float> logits(c.vocab_size);
   const uint64_t cache_bytes = st->cache().bytes();
 
@@ -152,15 +158,20 @@ int RunBench(int argc, char** argv) {
   for (long long turn = 0; turn < turns; ++turn) {
     const std::string user = kUserMessages[turn % std::size(kUserMessages)];
     const std::vector<int32_t> user_ids = encode(turn == 0 ? FirstQueryText(user) : UserTurnText(user), 20);
+    if (profile) st->AttachProfile(&prefill_profile);
     Clock c1;
     model.Forward(*st, user_ids, logits.data(), false, &pool);
     const double t_user = c1.Seconds();
+    if (profile) st->AttachProfile(&decode_profile);
     Clock c2;
     for (long long g = 0; g < gen; ++g) {
+      const Clock choice;
       const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      if (profile) choice_seconds += choice.Seconds();
       model.Forward(*st, std::span(&next, 1), logits.data(), false, &pool);
     }
     const double t_gen = c2.Seconds();
+    if (profile) st->AttachProfile(&prefill_profile);
     const std::vector<int32_t> result_ids = encode(ToolResultTurnText(kToolResults[turn % std::size(kToolResults)]), 15);
     Clock c3;
     model.Forward(*st, result_ids, logits.data(), false, &pool);
@@ -211,6 +222,35 @@ int RunBench(int argc, char** argv) {
                       {"rss_anon_mb_after_fill", anon_after_fill},  // the heap and stacks, without the mapped weights
                       {"rss_anon_mb_end", StatusMb("RssAnon:")},
                       {"seconds", total.Seconds()}};
+  if (profile) {
+    // Seconds per stage, and each stage's share of the timed total.
+    auto stages = [](const ForwardProfile& p) {
+      nlohmann::json o = nlohmann::json::object();
+      const double total = p.Total();
+      for (size_t i = 0; i < size_t(ForwardStage::kCount); ++i) {
+        o[kForwardStageNames[i]] = {{"seconds", p.seconds[i]}, {"share", total > 0 ? p.seconds[i] / total : 0.0}};
+      }
+      return o;
+    };
+    j["profile"] = {{"sinks", stages(sink_profile)},
+                    {"sink_seconds", sink_seconds},
+                    {"prefill", stages(prefill_profile)},
+                    {"decode", stages(decode_profile)},
+                    {"prefill_seconds", prefill_seconds},
+                    {"decode_seconds", decode_seconds},
+                    {"decode_token_choice_seconds", choice_seconds}};
+    if (!json) {
+      std::printf("\n%-15s %10s %7s %10s %7s %10s %7s\n", "stage", "sinks ms", "share", "turns ms", "share", "decode ms", "share");
+      for (size_t i = 0; i < size_t(ForwardStage::kCount); ++i) {
+        std::printf("%-15s", kForwardStageNames[i]);
+        for (const ForwardProfile* p : {&sink_profile, &prefill_profile, &decode_profile}) {
+          std::printf(" %10.1f %6.1f%%", p->seconds[i] * 1e3, 100 * p->seconds[i] / std::max(p->Total(), 1e-12));
+        }
+        std::printf("\n");
+      }
+      std::printf("%-15s %12s %8s %12.1f\n", "token choice", "", "", choice_seconds * 1e3);
+    }
+  }
   if (json) {
     std::printf("%s\n", j.dump().c_str());
   } else {

@@ -32,7 +32,7 @@ int RunGenerateData(int argc, char** argv) {
                                    "single 47, parallel 7, refuse_offtopic 2.8, refuse_offdomain 2.8, refuse_nearmiss 3.4,\n"
                                    "refuse_enum 1.4, refuse_missing 1.3, extraction 8, session 11, invented 7, api 12"},
              {"wordnet-dir", "DIR", "WordNet's dict files (default /usr/share/wordnet; Debian: wordnet-base)"},
-             {"data", "DIR", "catalogue directory (default: $NEEDLE_DATA_DIR or the source tree's data/)"}});
+             {"data", "DIR", "catalogue directory (default: $NEEDLE_DATA_DIR, else an installed copy's share/needle/data, else the source tree's data/)"}});
   if (!args.Parse(argc, argv)) return 0;
   if (!args.positionals().empty())
     throw Error(ErrorCode::kInvalidArgument, "generate-data: unexpected argument '" + args.positionals()[0] + "'");

@@ -4,6 +4,7 @@
 
 #include "args.h"
 #include "base/error.h"
+#include "base/install_paths.h"
 #include "base/model_config.h"
 #include "commands.h"
 #include "io/cact_archive.h"
@@ -21,7 +22,8 @@ int RunRandom(int argc, char** argv) {
              {"bits", "W|MAP", "2, 3, 4, ternary, or a map like default=2,attn.v_proj=4 (default 4)"},
              {"seed", "N", "random seed (default 0)"},
              {"tokenizer", "SPM.model", "embed this SentencePiece model; 'bytes' for the byte-level vocabulary\n"
-                                        "                            (default: models/tokenizer.model when it fits the vocab, else bytes)"},
+                                        "                            (default: models/tokenizer.model, or an installed copy's\n"
+                                        "                            share/needle/tokenizer.model, when it fits the vocab, else bytes)"},
              {"no-heads", "", "omit the contrastive and confidence heads"},
              {"out", "FILE", "output archive (required)"}});
   if (!args.Parse(argc, argv)) return 0;
@@ -43,7 +45,9 @@ int RunRandom(int argc, char** argv) {
     tokenizer = ReadSentencePieceModelFile(tok_arg);
   } else {
     // The project's default tokenizer, when this geometry's vocabulary can hold it.
-    const std::string def = std::string(NEEDLE_DEFAULT_TOKENIZER);
+    // (An installed CLI's copy first: the source tree may be gone.)
+    std::string def = InstalledShareFile("tokenizer.model");
+    if (def.empty()) def = NEEDLE_DEFAULT_TOKENIZER;
     std::error_code ec;
     if (std::filesystem::exists(def, ec)) {
       tokenizer = ReadSentencePieceModelFile(def);
