@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -59,7 +60,14 @@ struct Server::Impl {
   Impl(std::shared_ptr<const Model> m, ServerOptions o)
       : model(std::move(m)), opt(std::move(o)), pool(model, opt.session, opt.parallel, opt.queue),
         work_dir(opt.work_dir.empty() ? "/tmp/needle-serve-" + std::to_string(::getpid()) : opt.work_dir),
-        job(opt.cli_path, work_dir + "/finetune") {}
+        job(opt.cli_path, work_dir + "/finetune"), served_name(opt.model_name) {}
+
+  // The name answers carry: --model-name, then "<it>-finetuned" once the
+  // sessions moved to a fine-tuned model (so a client can tell them apart).
+  std::string ServedName() const {
+    std::lock_guard<std::mutex> lock(name_mutex);
+    return served_name;
+  }
 
   std::shared_ptr<const Model> model;
   ServerOptions opt;
@@ -69,6 +77,8 @@ struct Server::Impl {
   httplib::Server http;
   int port = -1;
   std::atomic<bool> stopping{false};
+  mutable std::mutex name_mutex;
+  std::string served_name;
 
   // Runs fn(session) on a session set up with these tools, facts and pins.
   template <typename Fn>
@@ -150,7 +160,7 @@ struct Server::Impl {
       });
     }
     if (env.type == EnvelopeType::kError) throw ApiError(StatusOf(env), env.error, "", env.error_code, StatusOf(env) == 400 ? "invalid_request_error" : "server_error");
-    const CompletionMeta meta = NewCompletionMeta(opt.model_name, env.function_calls.size());
+    const CompletionMeta meta = NewCompletionMeta(ServedName(), env.function_calls.size());
     if (!r.stream) {
       OJson body = CompletionJson(env, meta);
       if (!cache_view.is_null()) body["needle"]["cache"] = std::move(cache_view);
@@ -249,7 +259,11 @@ struct Server::Impl {
     const std::string path = job.model();
     if (path.empty()) throw ApiError(409, "no fine-tuned model yet (POST /v1/needle/finetune, then wait for state done)", "", "no_model");
     pool.SetModel(Model::Open(path));
-    Reply(res, 200, {{"model", path}});
+    {
+      std::lock_guard<std::mutex> lock(name_mutex);
+      served_name = opt.model_name + "-finetuned";
+    }
+    Reply(res, 200, {{"model", path}, {"id", ServedName()}});
   }
 
   // The served model as a file, for the trainer: its own, or the embedded one written out once.
@@ -326,11 +340,11 @@ Server::Server(std::shared_ptr<const Model> model, ServerOptions options)
   m.http.Post("/v1/needle/model", m.Route(&Impl::UseModel));
   m.http.Get("/v1/models", [&m](const httplib::Request& req, httplib::Response& res) {
     if (!m.Authorized(req)) return ReplyError(res, ApiError(401, "missing or wrong API key (Authorization: Bearer KEY)", "", "invalid_api_key"));
-    Reply(res, 200, {{"object", "list"}, {"data", OJson::array({{{"id", m.opt.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "needle"}}})}});
+    Reply(res, 200, {{"object", "list"}, {"data", OJson::array({{{"id", m.ServedName()}, {"object", "model"}, {"created", 0}, {"owned_by", "needle"}}})}});
   });
   m.http.Get("/health", [&m](const httplib::Request&, httplib::Response& res) {
     const SessionPool::Stats st = m.pool.stats();
-    Reply(res, 200, {{"status", m.stopping ? "stopping" : "ok"}, {"model", m.opt.model_name}, {"sessions", st.sessions},
+    Reply(res, 200, {{"status", m.stopping ? "stopping" : "ok"}, {"model", m.ServedName()}, {"sessions", st.sessions},
                      {"busy", st.busy}, {"waiting", st.waiting}, {"served", st.served}, {"setups_reused", st.reused},
                      {"queue_full", st.queue_full}, {"timed_out", st.timed_out}});
   });

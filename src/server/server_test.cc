@@ -322,9 +322,15 @@ TEST_F(ServerTest, FinetuneJobEndToEnd) {
   ASSERT_EQ(status["state"], "done") << status.dump();
   EXPECT_EQ(status["progress"], 1.0);
   EXPECT_TRUE(std::filesystem::exists(status["model"].get<std::string>()));
-  EXPECT_EQ(Post("/v1/needle/model", {{"use", "finetuned"}})["model"], status["model"]);
+  const json used = Post("/v1/needle/model", {{"use", "finetuned"}});
+  EXPECT_EQ(used["model"], status["model"]);
   const json r = Post("/v1/chat/completions", Chat("turn on the kitchen lights", {{"tool_choice", "required"}}));
   EXPECT_FALSE(r["choices"][0]["message"]["tool_calls"].empty());
+  // Answers, /v1/models and /health name the fine-tuned model from now on.
+  EXPECT_EQ(used["id"], r["model"]);
+  EXPECT_EQ(r["model"], "test-model-finetuned");
+  EXPECT_EQ(json::parse(client_->Get("/v1/models")->body)["data"][0]["id"], r["model"]);
+  EXPECT_EQ(json::parse(client_->Get("/health")->body)["model"], r["model"]);
 }
 
 // The pool: a repeated setup reuses its session's sinks; a full queue is
