@@ -1,0 +1,317 @@
+// FastModel's attention: K/V into the window-sink cache, then each token's
+// attention over the sinks and its window: token by token (decode, the sink
+// block) or in blocks of consecutive tokens (prefill), int8 or fp32.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kv/window_sink_cache.h"
+#include "model/attention.h"
+#include "model/fast_model.h"
+#include "model/fast_model_internal.h"
+#include "model/fast_ops.h"
+
+namespace needle {
+namespace {
+
+// Attention of every kv-head group of one token, split across the pool by group.
+struct AttentionJob {
+  const WindowSinkCache* cache;
+  uint32_t layer, hd, group, ngk;
+  const float *qw, *qs;
+  float* o;
+  float* scores;
+  uint32_t scores_per_group;
+  uint32_t n_sink;
+  bool sink_scored_as_sink;
+  uint32_t win_first_slot, nw, window;
+};
+
+void RunAttentionRange(void* ctx, uint32_t g0, uint32_t g1) {
+  const auto* j = static_cast<const AttentionJob*>(ctx);
+  const WindowSinkCache& c = *j->cache;
+  const CacheGeometry& geo = c.geometry();
+  const uint32_t row_stride = geo.kv_heads * j->hd, scale_stride = geo.kv_heads * j->ngk;
+  for (uint32_t g = g0; g < g1; ++g) {
+    KvRun runs[3];
+    uint32_t nr = 0;
+    if (j->n_sink) {
+      runs[nr++] = {c.SinkK(j->layer, 0) + g * j->hd, c.SinkKScale(j->layer, 0) + g * j->ngk,
+                    c.SinkV(j->layer, 0) + g * j->hd, c.SinkVScale(j->layer, 0) + g * j->ngk, j->n_sink,
+                    j->sink_scored_as_sink};
+    }
+    if (j->nw) {
+      const uint32_t first_count = std::min(j->nw, j->window - j->win_first_slot);
+      const uint32_t s0 = j->win_first_slot;
+      runs[nr++] = {c.RingK(j->layer, s0) + g * j->hd, c.RingKScale(j->layer, s0) + g * j->ngk,
+                    c.RingV(j->layer, s0) + g * j->hd, c.RingVScale(j->layer, s0) + g * j->ngk, first_count, false};
+      if (first_count < j->nw) {
+        runs[nr++] = {c.RingK(j->layer, 0) + g * j->hd, c.RingKScale(j->layer, 0) + g * j->ngk,
+                      c.RingV(j->layer, 0) + g * j->hd, c.RingVScale(j->layer, 0) + g * j->ngk, j->nw - first_count,
+                      false};
+      }
+    }
+    AttentionGroupArgs a;
+    a.q_window = j->qw + size_t(g) * j->group * j->hd;
+    a.q_sink = j->qs + size_t(g) * j->group * j->hd;
+    a.heads = j->group;
+    a.head_dim = j->hd;
+    a.row_stride = row_stride;
+    a.scale_stride = scale_stride;
+    a.runs = runs;
+    a.num_runs = nr;
+    a.scores = j->scores + size_t(g) * j->scores_per_group;
+    a.out = j->o + size_t(g) * j->group * j->hd;
+    AttendGroup(a);
+  }
+}
+
+
+// Prefill (every token past the sinks): blocks of consecutive tokens of one kv
+// group through AttendBlock; task = group * blocks + block.
+struct BlockAttentionJob {
+  AttentionBlockArgs base;  // everything but the group and token offsets
+  uint32_t groups, blocks, tokens_per_block, total_tokens, hd, group_heads, ngk;
+  KvRun sink_runs[1], window_runs[3];
+};
+
+void RunBlockAttentionRange(void* ctx, uint32_t b, uint32_t e) {
+  const auto* j = static_cast<const BlockAttentionJob*>(ctx);
+  for (uint32_t task = b; task < e; ++task) {
+    const uint32_t g = task / j->blocks, blk = task % j->blocks;
+    const uint32_t t0 = blk * j->tokens_per_block;
+    AttentionBlockArgs a = j->base;
+    KvRun sinks[1], window[3];
+    for (uint32_t r = 0; r < a.num_sink_runs; ++r) {
+      sinks[r] = j->sink_runs[r];
+      sinks[r].k += g * j->hd, sinks[r].v += g * j->hd, sinks[r].ks += g * j->ngk, sinks[r].vs += g * j->ngk;
+    }
+    for (uint32_t r = 0; r < a.num_window_runs; ++r) {
+      window[r] = j->window_runs[r];
+      window[r].k += g * j->hd, window[r].v += g * j->hd, window[r].ks += g * j->ngk, window[r].vs += g * j->ngk;
+    }
+    a.sink_runs = sinks;
+    a.window_runs = window;
+    const size_t head_off = size_t(g) * j->group_heads * j->hd;
+    a.q_window += size_t(t0) * a.q_stride + head_off;
+    a.q_sink += size_t(t0) * a.q_stride + head_off;
+    a.out += size_t(t0) * a.out_stride + head_off;
+    a.window_begin += t0;
+    a.window_end += t0;
+    a.tokens = std::min(j->tokens_per_block, j->total_tokens - t0);
+    AttendBlock(a);
+  }
+}
+
+// fp32 mode: the same attention over fp32 K/V, plainly.
+void AttendFloat(const WindowSinkCache& cache, uint32_t li, int64_t P, int64_t S, int64_t n_sink, int64_t first,
+                 uint32_t hd, uint32_t H, uint32_t group, const float* qw, const float* qs, float* sc, float* out) {
+  const float inv_sqrt_hd = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (uint32_t hh = 0; hh < H; ++hh) {
+    const uint32_t g = hh / group;
+    const float* qwh = qw + hh * hd;
+    const float* qsh = (P >= S ? qs : qw) + hh * hd;
+    uint32_t nk = 0;
+    float mx = -INFINITY;
+    auto dot = [&](const float* a, const float* b) {
+      float acc = 0.0f;
+      for (uint32_t i = 0; i < hd; ++i) acc += a[i] * b[i];
+      return acc * inv_sqrt_hd;
+    };
+    for (int64_t ks = 0; ks < n_sink; ++ks) {
+      sc[nk] = dot(cache.SinkKf(li, static_cast<uint32_t>(ks)) + g * hd, qsh);
+      mx = std::max(mx, sc[nk++]);
+    }
+    for (int64_t kt = first; kt <= P; ++kt) {
+      sc[nk] = dot(cache.RingKf(li, cache.RingSlot(kt)) + g * hd, qwh);
+      mx = std::max(mx, sc[nk++]);
+    }
+    float sum = 0.0f;
+    for (uint32_t j = 0; j < nk; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
+    float* o = out + hh * hd;
+    std::fill(o, o + hd, 0.0f);
+    uint32_t j = 0;
+    for (int64_t ks = 0; ks < n_sink; ++ks, ++j) {
+      const float* vf = cache.SinkVf(li, static_cast<uint32_t>(ks)) + g * hd;
+      for (uint32_t i = 0; i < hd; ++i) o[i] += sc[j] / sum * vf[i];
+    }
+    for (int64_t kt = first; kt <= P; ++kt, ++j) {
+      const float* vf = cache.RingVf(li, cache.RingSlot(kt)) + g * hd;
+      for (uint32_t i = 0; i < hd; ++i) o[i] += sc[j] / sum * vf[i];
+    }
+  }
+}
+
+}  // namespace
+
+void RotateWithAngles(float* x, uint32_t hd, const float* cs) {
+  const uint32_t half = hd / 2;
+  for (uint32_t i = 0; i < half; ++i) {
+    const float x1 = x[i], x2 = x[i + half], c = cs[i], sn = cs[half + i];
+    x[i] = x1 * c - x2 * sn;
+    x[i + half] = x2 * c + x1 * sn;
+  }
+}
+
+void FastModel::AttendTokens(DecoderState& st, uint32_t li, uint32_t T, ThreadPool* pool) const {
+  const ModelConfig& c = config_;
+  const uint32_t H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();
+  const uint32_t kv = G * hd, group = H / G;
+  DecoderState::Scratch& s = *st.s_;
+  WindowSinkCache& cache = st.cache_;
+  const Layer& Ly = layers_[li];
+  const int64_t t0 = cache.tokens();
+  const int64_t S = cache.geometry().sink_capacity, W = cache.geometry().window;
+  for (uint32_t p = 0; p < T; ++p) {
+    const int64_t P = t0 + p;
+    float* q = &s.q[size_t(p) * H * hd];
+    float* k = &s.k[size_t(p) * kv];
+    const float* v = &s.v[size_t(p) * kv];
+    // Visible keys: sinks [0, min(S, P+1)), window tokens [first, P] (P >= S).
+    const int64_t n_sink = std::min<int64_t>(S, P + 1);
+    const int64_t first = P >= S ? cache.WindowFirst(P) : P + 1;
+    const int64_t nw = P >= S ? P - first + 1 : 0;
+    const float* rope_w = &s.rope_w[size_t(p) * hd];
+    const float* rope_s = &s.rope_s[size_t(p) * hd];
+    for (uint32_t g = 0; g < G; ++g) {
+      float* kg = k + g * hd;
+      ZcRmsNormFast(kg, Ly.k_norm.data(), hd, kg);
+      RotateWithAngles(kg, hd, rope_w);  // sinks: P < S is their own position
+      cache.Store(li, P, g, kg, v + g * hd);
+    }
+    float* qw = s.qw.data();
+    float* qs = s.qs.data();
+    for (uint32_t hh = 0; hh < H; ++hh) {
+      ZcRmsNormFast(q + hh * hd, Ly.q_norm.data(), hd, qw + hh * hd);
+      std::memcpy(qs + hh * hd, qw + hh * hd, hd * sizeof(float));
+      RotateWithAngles(qw + hh * hd, hd, rope_w);
+      RotateWithAngles(qs + hh * hd, hd, rope_s);
+      if (!s.fp32) {  // int8 queries, as the keys (attention.h)
+        SnapToKvGrid(qw + hh * hd, hd);
+        SnapToKvGrid(qs + hh * hd, hd);
+      }
+    }
+    float* o = &s.o[size_t(p) * H * hd];
+    if (s.fp32) {
+      AttendFloat(cache, li, P, S, n_sink, first, hd, H, group, qw, qs, s.scores.data(), o);
+    } else {
+      // Window slots of tokens first..P: one or two contiguous runs of the ring.
+      const uint32_t ngk = cache.groups_per_head();
+      AttentionJob job;
+      job.cache = &cache;
+      job.layer = li;
+      job.hd = hd;
+      job.group = group;
+      job.ngk = ngk;
+      job.qw = qw;
+      job.qs = qs;
+      job.o = o;
+      job.scores = s.scores.data();
+      job.scores_per_group = static_cast<uint32_t>(s.scores.size() / G);
+      job.n_sink = static_cast<uint32_t>(n_sink);
+      job.sink_scored_as_sink = P >= S;
+      job.win_first_slot = nw ? cache.RingSlot(first) : 0;
+      job.nw = static_cast<uint32_t>(nw);
+      job.window = static_cast<uint32_t>(W);
+      if (pool) {
+        pool->ParallelFor(G, RunAttentionRange, &job);
+      } else {
+        RunAttentionRange(&job, 0, G);
+      }
+    }
+  }
+}
+// Prefill past the sinks: the chunk's keys are normalised, rotated and
+// quantized exactly as Store would, attended from a chunk buffer together with
+// the ring's older keys, and only then written to the cache (their slots may
+// still hold keys an earlier query of the chunk sees).
+void FastModel::AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPool* pool) const {
+  const ModelConfig& c = config_;
+  const uint32_t H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();
+  const uint32_t kv = G * hd, group = H / G;
+  DecoderState::Scratch& s = *st.s_;
+  WindowSinkCache& cache = st.cache_;
+  const Layer& Ly = layers_[li];
+  const int64_t t0 = cache.tokens();
+  const int64_t S = cache.geometry().sink_capacity, W = cache.geometry().window;
+  const uint32_t ngk = cache.groups_per_head();
+  auto prepare = [&](uint32_t p) {
+    const float* rope_w = &s.rope_w[size_t(p) * hd];
+    const float* rope_s = &s.rope_s[size_t(p) * hd];
+    float* k = &s.k[size_t(p) * kv];
+    const float* v = &s.v[size_t(p) * kv];
+    for (uint32_t g = 0; g < G; ++g) {
+      float* kg = k + g * hd;
+      ZcRmsNormFast(kg, Ly.k_norm.data(), hd, kg);
+      RotateWithAngles(kg, hd, rope_w);
+      QuantizeKvRow(kg, hd, &s.ck[size_t(p) * kv + g * hd], &s.cks[(size_t(p) * G + g) * ngk]);
+      QuantizeKvRow(v + g * hd, hd, &s.cv[size_t(p) * kv + g * hd], &s.cvs[(size_t(p) * G + g) * ngk]);
+    }
+    float* q = &s.q[size_t(p) * H * hd];  // normalised and window-rotated in place
+    float* qs = &s.qs_chunk[size_t(p) * H * hd];
+    for (uint32_t hh = 0; hh < H; ++hh) {
+      ZcRmsNormFast(q + hh * hd, Ly.q_norm.data(), hd, q + hh * hd);
+      std::memcpy(qs + hh * hd, q + hh * hd, hd * sizeof(float));
+      RotateWithAngles(q + hh * hd, hd, rope_w);
+      RotateWithAngles(qs + hh * hd, hd, rope_s);
+      SnapToKvGrid(q + hh * hd, hd);  // int8 queries, as the keys (attention.h)
+      SnapToKvGrid(qs + hh * hd, hd);
+    }
+  };
+  ForEachToken(pool, T, prepare);
+  // The window sequence: ring keys first0..t0-1 (one or two runs), then the chunk.
+  const int64_t first0 = cache.WindowFirst(t0);
+  for (uint32_t p = 0; p < T; ++p) {
+    const int64_t P = t0 + p;
+    s.win_begin[p] = static_cast<uint32_t>(cache.WindowFirst(P) - first0);
+    s.win_end[p] = static_cast<uint32_t>(P + 1 - first0);
+  }
+  BlockAttentionJob job{};
+  AttentionBlockArgs& a = job.base;
+  a.q_window = s.q.data();
+  a.q_sink = s.qs_chunk.data();
+  a.q_stride = H * hd;
+  a.heads = group;
+  a.head_dim = hd;
+  a.row_stride = kv;
+  a.scale_stride = G * ngk;
+  a.window_begin = s.win_begin.data();
+  a.window_end = s.win_end.data();
+  a.out = s.o.data();
+  a.out_stride = H * hd;
+  if (S > 0) {
+    job.sink_runs[0] = {cache.SinkK(li, 0), cache.SinkKScale(li, 0), cache.SinkV(li, 0), cache.SinkVScale(li, 0),
+                        static_cast<uint32_t>(S), true};
+    a.num_sink_runs = 1;
+  }
+  uint32_t nr = 0;
+  const uint32_t old = static_cast<uint32_t>(t0 - first0);
+  if (old) {
+    const uint32_t s0 = cache.RingSlot(first0);
+    const uint32_t n0 = std::min<uint32_t>(old, static_cast<uint32_t>(W) - s0);
+    job.window_runs[nr++] = {cache.RingK(li, s0), cache.RingKScale(li, s0), cache.RingV(li, s0), cache.RingVScale(li, s0), n0, false};
+    if (n0 < old) {
+      job.window_runs[nr++] = {cache.RingK(li, 0), cache.RingKScale(li, 0), cache.RingV(li, 0), cache.RingVScale(li, 0), old - n0, false};
+    }
+  }
+  job.window_runs[nr++] = {s.ck.data(), s.cks.data(), s.cv.data(), s.cvs.data(), T, false};
+  a.num_window_runs = nr;
+  job.groups = G;
+  job.tokens_per_block = std::max<uint32_t>(1, kAttentionBlockRows / group);
+  job.blocks = (T + job.tokens_per_block - 1) / job.tokens_per_block;
+  job.total_tokens = T;
+  job.hd = hd;
+  job.group_heads = group;
+  job.ngk = ngk;
+  if (pool) {
+    pool->ParallelFor(G * job.blocks, RunBlockAttentionRange, &job);
+  } else {
+    RunBlockAttentionRange(&job, 0, G * job.blocks);
+  }
+  for (uint32_t p = 0; p < T; ++p) {
+    cache.StoreQuantized(li, t0 + p, &s.ck[size_t(p) * kv], &s.cks[size_t(p) * G * ngk], &s.cv[size_t(p) * kv],
+                         &s.cvs[size_t(p) * G * ngk]);
+  }
+}
+
+}  // namespace needle

@@ -1,0 +1,74 @@
+// What fast_model.cc and fast_model_attention.cc share: the per-state
+// scratch, per-token work across the pool, RoPE helpers. Private to model/.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "model/fast_model.h"
+#include "quant/cq_matvec.h"
+
+namespace needle {
+
+// Scratch for one chunk of up to C tokens; sized once per state.
+struct DecoderState::Scratch {
+  uint32_t C = 0;
+  std::vector<float> X, nx, u, xin, h, proj_pre, proj_post, proj_res, hpre, hpost, hres;
+  std::vector<float> e, ek, ev0, q, k, v, gate, o, a, x1, scores, qw, qs, rope_w, rope_s, mean;
+  std::vector<float> rotated;  // [C][in_pad_max]
+  std::vector<int8_t> act_q;     // [C][in_pad_max]
+  std::vector<float> act_scale;  // [C][groups_max]
+  std::vector<int32_t> act_sum;  // [C][groups_max]
+  std::vector<ActivationQ8> acts;  // [C]
+  // Prefill through AttendBlock: the chunk's sink-rotated queries [C][H*hd], its
+  // K/V quantized as the cache stores them ([C][kv], scales [C][G*groups]; the
+  // cache slots are written only after the whole chunk attended, since they may
+  // still hold keys an earlier query of the chunk sees), each token's window.
+  std::vector<float> qs_chunk, cks, cvs;
+  std::vector<int8_t> ck, cv;
+  std::vector<uint32_t> win_begin, win_end;
+  uint32_t in_pad_max = 0;
+  bool fp32 = false;
+  bool block_attention = false;
+
+  uint64_t bytes() const {
+    uint64_t b = 0;
+    for (const auto* v : {&X, &nx, &u, &xin, &h, &proj_pre, &proj_post, &proj_res, &hpre, &hpost, &hres, &e, &ek, &ev0,
+                          &q, &k, &v, &gate, &o, &a, &x1, &scores, &qw, &qs, &rope_w, &rope_s, &mean, &rotated, &act_scale}) {
+      b += v->capacity() * sizeof(float);
+    }
+    for (const auto* v : {&qs_chunk, &cks, &cvs}) b += v->capacity() * sizeof(float);
+    b += ck.capacity() + cv.capacity() + (win_begin.capacity() + win_end.capacity()) * sizeof(uint32_t);
+    return b + act_q.capacity() + act_sum.capacity() * sizeof(int32_t) + acts.capacity() * sizeof(ActivationQ8);
+  }
+};
+
+// f(p) for p in [0, n), split across the pool in contiguous ranges: the
+// per-token work of a chunk (norms, rotations, the MLP) beside the matrix products.
+template <class F>
+void ForEachToken(ThreadPool* pool, uint32_t n, F& f) {
+  if (!pool || n < 2) {
+    for (uint32_t p = 0; p < n; ++p) f(p);
+    return;
+  }
+  pool->ParallelFor(
+      n,
+      [](void* ctx, uint32_t b, uint32_t e) {
+        F& fn = *static_cast<F*>(ctx);
+        for (uint32_t p = b; p < e; ++p) fn(p);
+      },
+      &f);
+}
+
+// Below this many tokens a chunk attends token by token: a block of 16 lanes
+// holding 2-3 query rows wastes more than the per-key sums it saves.
+constexpr uint32_t kMinBlockAttentionTokens = 4;
+
+// cos/sin of pos * inv_freq[i] (angles reduced in double), computed once per
+// position and reused for every head.
+void RopeAngles(double pos, const double* inv_freq, uint32_t half, float* cs);
+// x (one head, hd values) rotated by the angles RopeAngles gave.
+void RotateWithAngles(float* x, uint32_t hd, const float* cs);
+
+}  // namespace needle
