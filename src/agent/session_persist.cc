@@ -110,9 +110,14 @@ void Session::RestoreOrThrow(const std::string& path) {
     throw Error(ErrorCode::kInvalidArgument, "session: '" + path + "' was saved with another model");
   }
   // Rebuild the setup, then the cache exactly as it was.
-  SetTools(head["tools"]);
-  SetSystem(head["system"]);
-  pins_ = head["pins"].get<std::vector<std::string>>();
+  // (at(): the header is const, and operator[] of a missing key on a const
+  // JSON is undefined behaviour; found by session_restore_fuzz.)
+  for (const char* key : {"tools", "system", "pins"}) {
+    if (!head.contains(key)) throw Error(ErrorCode::kInvalidArgument, std::string("header field \"") + key + "\" is missing");
+  }
+  SetTools(head.at("tools"));
+  SetSystem(head.at("system"));
+  pins_ = head.at("pins").get<std::vector<std::string>>();
   opt_.window = static_cast<uint32_t>(HeaderUint(head, "window", 0, 1u << 16));
   state_.reset();
   sinks_dirty_ = true;

@@ -182,7 +182,10 @@ TEST(Session, ACorruptSaveLeavesTheSessionItsOwnSetup) {
                                  {"\"turns\":", "\"turns\":-"},
                                  {"\"last_type\":", "\"last_type\":7,\"t\":"},
                                  {"\"active\":[", "\"active\":[1e30,"},
-                                 {"\"has_state\":", "\"has_state\":\"yes\",\"s\":"}}) {
+                                 {"\"has_state\":", "\"has_state\":\"yes\",\"s\":"},
+                                 // A missing field (read through a const JSON's operator[]: a heap overflow).
+                                 {"\"tools\":", "\"tool\":"},
+                                 {"\"system\":", "\"sys\":"}}) {
     std::string bad = bytes;
     const size_t at = bad.find(from);
     ASSERT_NE(at, std::string::npos) << from;
@@ -283,7 +286,9 @@ TEST(Session, ARequestTheWindowShowsAloneIsAnsweredAsAFirstRequest) {
   EXPECT_EQ(late.function_calls, first.function_calls);
   EXPECT_EQ(s.turn_ids(), fresh.turn_ids());  // the request's tokens, reasoning and call
   ASSERT_EQ(late.confidence.has_value(), first.confidence.has_value());
-  if (first.confidence) EXPECT_NEAR(*late.confidence, *first.confidence, 0.02);
+  if (first.confidence) {
+    EXPECT_NEAR(*late.confidence, *first.confidence, 0.02);
+  }
 }
 
 // The copy source follows the window: with window_requests N, only the texts
