@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -397,18 +398,23 @@ void ToolIndex::Load(const std::string& path, uint32_t dim) {
   if (!j.is_object() || j.value("format", "") != "needle-tool-index" || !j.contains("entries") || !j["entries"].is_object()) {
     throw Error(ErrorCode::kInvalidJson, "tool index '" + path + "': not a needle tool index (format/entries)");
   }
-  if (j.value("dim", 0u) != dim) {
+  if (!j.contains("dim") || !j["dim"].is_number_unsigned() || j["dim"].get<uint64_t>() != dim) {
     dirty_ = true;  // another head size: start over (the file is rewritten)
     return;
   }
   for (const auto& [key, value] : j["entries"].items()) {
-    if (key.size() != 16 || !value.is_array() || value.size() != dim) continue;  // skip damaged entries, re-embed them
+    // Damaged entries are skipped (and embedded again): a key that is not 16
+    // hex digits, a value that is not dim finite numbers within float range
+    // (a larger double converted to float is undefined behaviour).
+    if (key.size() != 16 || key.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) continue;
+    if (!value.is_array() || value.size() != dim) continue;
     std::vector<float> v;
     v.reserve(dim);
     bool ok = true;
     for (const auto& x : value) {
-      if (!x.is_number()) ok = false;
-      else v.push_back(x.get<float>());
+      const double d = x.is_number() ? x.get<double>() : 0.0;
+      ok = ok && x.is_number() && std::isfinite(d) && std::fabs(d) <= std::numeric_limits<float>::max();
+      if (ok) v.push_back(static_cast<float>(d));
     }
     if (ok) entries_[std::stoull(key, nullptr, 16)] = std::move(v);
   }

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+
+#include "base/error.h"
 
 namespace needle {
 namespace {
@@ -177,6 +180,42 @@ TEST(Identifiers, TheRecordTheRequestNames) {
   EXPECT_EQ(named(R"([{"name":"Katerina Kowalski"}])"), "");
   EXPECT_EQ(named(R"({"ok":true})"), "");
   EXPECT_EQ(RecordNamedBy(ordered_json::parse(R"([{"id":"a","name":"Katerina"}])"), {}), "");
+}
+
+}  // namespace
+}  // namespace needle
+
+namespace needle {
+namespace {
+
+// A damaged tool index loads what is sound and skips the rest, with no
+// exception but the named kInvalidJson: keys that are not hex, numbers a
+// float cannot hold, a dimension that is not an integer.
+TEST(ToolIndex, DamagedEntriesAreSkipped) {
+  const std::string path = ::testing::TempDir() + "/damaged-index.json";
+  const std::string ok(16, 'a');
+  std::ofstream(path) << R"({"format":"needle-tool-index","version":1,"dim":2,"entries":{)"
+                      << R"("zzzzzzzzzzzzzzzz":[1,2],"00000000000000ff":[1e300,2],"0000000000000001":[1,"x"],)"
+                      << '"' << ok << R"(":[0.5,-0.25]}})";
+  ToolIndex index;
+  index.Load(path, 2);
+  EXPECT_EQ(index.size(), 1u);
+  ASSERT_NE(index.Find(0xaaaaaaaaaaaaaaaaull), nullptr);
+  EXPECT_EQ(*index.Find(0xaaaaaaaaaaaaaaaaull), (std::vector<float>{0.5f, -0.25f}));
+  // A dimension of the wrong kind is another index: started over, not read.
+  std::ofstream(path, std::ios::trunc) << R"({"format":"needle-tool-index","dim":1e30,"entries":{")" << ok << R"(":[1,2]}})";
+  ToolIndex other;
+  other.Load(path, 2);
+  EXPECT_EQ(other.size(), 0u);
+  EXPECT_TRUE(other.dirty());
+  std::ofstream(path, std::ios::trunc) << "{not json";
+  try {
+    ToolIndex bad;
+    bad.Load(path, 2);
+    ADD_FAILURE() << "loaded a file that is not JSON";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidJson);
+  }
 }
 
 }  // namespace
