@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -111,7 +112,7 @@ ModelConfig ConfigFromJson(const nlohmann::json& j) {
       if (!v.is_array()) Bad(k, "expected an array of integers");
       dst.clear();
       for (const auto& e : v) {
-        if (!e.is_number_integer() || e.get<int64_t>() < 0) Bad(k, "expected non-negative integers");
+        if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() > 0xFFFFFFFFll) Bad(k, "expected non-negative integers");
         dst.push_back(e.get<uint32_t>());
       }
     };
@@ -132,8 +133,9 @@ ModelConfig ConfigFromJson(const nlohmann::json& j) {
     else if (k == "engram_orders") u32list(c.engram_orders);
     else if (k == "engram_layers") u32list(c.engram_layers);
     else if (k == "rope_theta") {
-      if (!v.is_number()) Bad(k, "expected a number");
-      c.rope_theta = v.get<float>();
+      // (A double beyond float range converted to float is undefined behaviour.)
+      if (!v.is_number() || !(std::fabs(v.get<double>()) <= std::numeric_limits<float>::max())) Bad(k, "expected a number within float range");
+      c.rope_theta = static_cast<float>(v.get<double>());
     } else {
       Bad(k, "unknown config field");
     }

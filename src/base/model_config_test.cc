@@ -60,6 +60,9 @@ TEST(ModelConfig, JsonRoundTripAndUnknownFields) {
   EXPECT_THROW(ConfigFromJson(nlohmann::json{{"d_modle", 256}}), Error);
   EXPECT_THROW(ConfigFromJson(nlohmann::json{{"d_model", -1}}), Error);
   EXPECT_THROW(ConfigFromJson(nlohmann::json::array()), Error);
+  // Numbers the fields cannot hold are named errors, not conversions.
+  EXPECT_THROW(ConfigFromJson(nlohmann::json{{"rope_theta", 1e300}}), Error);
+  EXPECT_THROW(ConfigFromJson(nlohmann::json{{"engram_layers", {uint64_t(1) << 33}}}), Error);
   const ModelConfig small = ConfigFromJson(nlohmann::json{{"d_model", 256}, {"num_heads", 4}, {"num_kv_heads", 2},
                                                           {"num_layers", 8}, {"engram_layers", {2, 5}}});
   EXPECT_EQ(small.engram_heads_per_order(), 1u);
