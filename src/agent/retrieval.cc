@@ -183,7 +183,12 @@ bool TakesAnIdentifier(const nlohmann::ordered_json& tool) {
     if (!key.is_string()) continue;
     const std::string& k = key.get_ref<const std::string&>();
     const auto p = props->find(k);
-    if (p == props->end() || !p->is_object() || p->value("type", "") != "string" || p->contains("enum")) continue;
+    if (p == props->end() || !p->is_object() || p->contains("enum")) continue;
+    // "type": "string", or a list holding it (["string", "null"], as OpenAI's
+    // strict schemas write an optional value); value("type", "") threw on a list.
+    const auto type = p->find("type");
+    const bool string_typed = type != p->end() && (*type == "string" || (type->is_array() && std::find(type->begin(), type->end(), "string") != type->end()));
+    if (!string_typed) continue;
     if (NamesAnIdentifier(k)) return true;
   }
   return false;
@@ -395,7 +400,7 @@ void ToolIndex::Load(const std::string& path, uint32_t dim) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorCode::kInvalidJson, "tool index '" + path + "' is not JSON: " + e.what());
   }
-  if (!j.is_object() || j.value("format", "") != "needle-tool-index" || !j.contains("entries") || !j["entries"].is_object()) {
+  if (!j.is_object() || !j.contains("format") || j["format"] != "needle-tool-index" || !j.contains("entries") || !j["entries"].is_object()) {
     throw Error(ErrorCode::kInvalidJson, "tool index '" + path + "': not a needle tool index (format/entries)");
   }
   if (!j.contains("dim") || !j["dim"].is_number_unsigned() || j["dim"].get<uint64_t>() != dim) {

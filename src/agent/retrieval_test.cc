@@ -152,6 +152,12 @@ TEST(Identifiers, ToolsRequiringAnIdentifierArgument) {
   EXPECT_FALSE(TakesAnIdentifier(tool(R"({"track_id":{"type":"string"}})", "[]")));
   EXPECT_FALSE(TakesAnIdentifier(tool(R"({"track_id":{"type":"integer"}})", R"(["track_id"])")));
   EXPECT_FALSE(TakesAnIdentifier(tool(R"({"mode_id":{"type":"string","enum":["a","b"]}})", R"(["mode_id"])")));
+  // A list of types (OpenAI's strict schemas: ["string", "null"]) is read, not
+  // thrown on (found by session_tools_fuzz: SetTools failed with a JSON type error).
+  EXPECT_TRUE(TakesAnIdentifier(tool(R"({"track_id":{"type":["string","null"]}})", R"(["track_id"])")));
+  EXPECT_FALSE(TakesAnIdentifier(tool(R"({"track_id":{"type":["integer","null"]}})", R"(["track_id"])")));
+  EXPECT_FALSE(TakesAnIdentifier(tool(R"({"track_id":{"type":[1,{}]}})", R"(["track_id"])")));
+  EXPECT_FALSE(TakesAnIdentifier(tool(R"({"track_id":{"type":7}})", R"(["track_id"])")));
   EXPECT_FALSE(TakesAnIdentifier(nlohmann::ordered_json::parse(R"({"name":"t"})")));
   EXPECT_FALSE(TakesAnIdentifier(nlohmann::ordered_json::parse(R"({"name":"t","parameters":{"required":"id"}})")));
 }
@@ -208,6 +214,14 @@ TEST(ToolIndex, DamagedEntriesAreSkipped) {
   other.Load(path, 2);
   EXPECT_EQ(other.size(), 0u);
   EXPECT_TRUE(other.dirty());
+  std::ofstream(path, std::ios::trunc) << R"({"format":5,"dim":2,"entries":{}})";
+  try {
+    ToolIndex bad;
+    bad.Load(path, 2);
+    ADD_FAILURE() << "loaded a file whose format is not the index's";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidJson);
+  }
   std::ofstream(path, std::ios::trunc) << "{not json";
   try {
     ToolIndex bad;

@@ -510,6 +510,18 @@ TEST(Session, RunExecutesCallbacks) {
   for (const auto& r : *e.results) EXPECT_EQ(r["result"]["ok"], true);
 }
 
+// OpenAI's strict function schemas write an optional value as a list of
+// types with every key required; declaring them used to throw a JSON type
+// error out of SetTools (found by session_tools_fuzz).
+TEST(Session, StrictStyleSchemasWithTypeListsAreAccepted) {
+  Session s(testing::AgentModel(16), Small());
+  s.SetToolsJson(R"([{"name":"play_track","description":"Play a track","parameters":{"type":"object","properties":{)"
+                 R"("track_id":{"type":["string","null"]},"volume":{"type":["integer","null"],"minimum":0,"maximum":10}},)"
+                 R"("required":["track_id","volume"],"additionalProperties":false}}])");
+  EXPECT_EQ(s.tools().size(), 1u);
+  testing::ExpectWellFormed(s.Query("play trk_224bb2 at volume 3"));
+}
+
 TEST(Session, ExtractUsesOneTool) {
   const Envelope e = Extract(testing::AgentModel(16), "Invoice 42 from ACME, total 19.99",
                              ordered_json::parse(R"({"type":"object","properties":{"number":{"type":"integer"},"vendor":{"type":"string","maxLength":10}},"required":["number"]})"),
