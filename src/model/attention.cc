@@ -66,74 +66,13 @@ struct LaneSumWriter {
   }
 };
 
+// Rows (token, head) in lanes: kRows = kAttentionBlockRows split into RV vectors.
+constexpr uint32_t kKeyBlock = 32;  // keys dequantized and scored together
+constexpr uint32_t kRows = kAttentionBlockRows;
+
 #if HWY_TARGET == HWY_AVX3_DL
-
-// Integer scores. The queries arrive on the int8 grid (SnapToKvGrid), so
-// QuantizeKvRow gives back their exact int8 values and each 32-value group's
-// dot product with a key is an exact integer: vpdpbusd multiplies unsigned by
-// signed bytes, so the key bytes are offset by 128 (xor 0x80) and 128 * sum(q)
-// is subtracted up front. Then score = sum_g dot_g * qscale_g * kscale_g / sqrt(hd),
-// what the float kernels compute up to rounding.
-
-// Decode: H heads, head_dim a multiple of 64 (one key = hd/64 vectors, lanes
-// 0-7 of a vector hold group 2c's partial sums and lanes 8-15 group 2c+1's).
-// Scores key-major, sc[key * H + h], as the float loop writes them.
-template <uint32_t H>
-NEEDLE_VNNI512 void GroupScoresVnni(const AttentionGroupArgs& a, float* sc) {
-  const hn::ScalableTag<float> df;
-  using VF = decltype(hn::Zero(df));
-  const uint32_t hd = a.head_dim, chunks = hd / 64;
-  const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(hd));
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  // [set: window, sink][head][chunk]; the sink set only when a run is scored as sinks.
-  __m512i qv[2][H][2], neg[2][H][2];
-  __m512 qsv[2][H][2];
-  bool any_sink = false;
-  for (uint32_t r = 0; r < a.num_runs; ++r) any_sink = any_sink || a.runs[r].sink;
-  for (int set = 0; set < (any_sink ? 2 : 1); ++set) {
-    const float* q = set ? a.q_sink : a.q_window;
-    for (uint32_t h = 0; h < H; ++h) {
-      alignas(64) int8_t q8[128];
-      float qs[4];
-      QuantizeKvRow(q + size_t(h) * hd, hd, q8, qs);
-      for (uint32_t c = 0; c < chunks; ++c) {
-        qv[set][h][c] = _mm512_load_si512(q8 + 64 * c);
-        neg[set][h][c] = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                          _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, qv[set][h][c]));
-        qsv[set][h][c] = _mm512_permutexvar_ps(
-            halves, _mm512_castps128_ps512(_mm_setr_ps(qs[2 * c] * inv_sqrt, qs[2 * c + 1] * inv_sqrt, 0.0f, 0.0f)));
-      }
-    }
-  }
-  LaneSumWriter<decltype(df)> scores(sc);
-  for (uint32_t r = 0; r < a.num_runs; ++r) {
-    const KvRun& run = a.runs[r];
-    const int set = run.sink ? 1 : 0;
-    for (uint32_t s = 0; s < run.count; ++s) {
-      const int8_t* k = run.k + size_t(s) * a.row_stride;
-      const float* ks = run.ks + size_t(s) * a.scale_stride;
-      __m512 acc[H];
-      for (uint32_t h = 0; h < H; ++h) acc[h] = _mm512_setzero_ps();
-      for (uint32_t c = 0; c < chunks; ++c) {
-        const __m512i ku = _mm512_xor_si512(_mm512_loadu_si512(k + 64 * c), bias);
-        const __m512 ksv = _mm512_permutexvar_ps(
-            halves, _mm512_castps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(ks + 2 * c)))));
-        for (uint32_t h = 0; h < H; ++h) {
-          const __m512i d = _mm512_dpbusd_epi32(neg[set][h][c], ku, qv[set][h][c]);
-          acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(ksv, qsv[set][h][c]), acc[h]);
-        }
-      }
-      for (uint32_t h = 0; h < H; ++h) {
-        VF v;
-        v.raw = acc[h];
-        scores.Push(v);
-      }
-    }
-  }
-  scores.Flush();
-}
-#endif  // HWY_TARGET == HWY_AVX3_DL
+#include "model/attention_vnni-inl.h"  // AttendGroupVnni, BlockQueriesQ8, BlockScoresVnni
+#endif
 
 // Float scores (every other target): each key chunk dequantized once and used
 // for every head of the group; sc[key * H + h].
@@ -189,18 +128,13 @@ bool AttendGroupSimdT(const AttentionGroupArgs& a) {
     std::fill(a.out, a.out + size_t(H) * hd, 0.0f);
     return true;
   }
+#if HWY_TARGET == HWY_AVX3_DL
+  if (AttendGroupVnni<H>(a, total)) return true;
+#endif
   float* sc = a.scores;  // [key][head]
 
   // ---- scores, key-major
-#if HWY_TARGET == HWY_AVX3_DL
-  if (hd % 64 == 0 && hd <= 128) {
-    GroupScoresVnni<H>(a, sc);
-  } else {
-    GroupScoresFloat<H>(a, sc);
-  }
-#else
   GroupScoresFloat<H>(a, sc);
-#endif
 
   // ---- softmax on the interleaved scores: per-head max, exp, per-head sum
   const uint32_t n = total * H;
@@ -292,79 +226,6 @@ bool AttendGroupSimd(const AttentionGroupArgs& a) {
 }
 
 
-// Rows (token, head) in lanes: kRows = kAttentionBlockRows split into RV vectors.
-constexpr uint32_t kKeyBlock = 32;  // keys dequantized and scored together
-constexpr uint32_t kRows = kAttentionBlockRows;
-
-#if HWY_TARGET == HWY_AVX3_DL
-// Prefill: the block's query rows (16, one per lane) as int8 for BlockScoresVnni.
-struct BlockQueriesQ8 {
-  alignas(64) int32_t quads[kAttentionBlockMaxHeadDim / 4][kRows];  // bytes 4i..4i+3 of each row
-  alignas(64) int32_t neg[kAttentionBlockMaxHeadDim / 32][kRows];   // -128 * the group's sum
-  alignas(64) float scale[kAttentionBlockMaxHeadDim / 32][kRows];   // the group's scale / sqrt(hd)
-};
-
-// Rows past `rows` stay zero (they score 0 and are never written out).
-void QuantizeBlockQueries(const float* q, uint32_t q_stride, uint32_t heads, uint32_t rows, uint32_t hd,
-                          BlockQueriesQ8* out) {
-  std::memset(out, 0, sizeof(*out));
-  const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(hd));
-  for (uint32_t r = 0; r < rows; ++r) {
-    alignas(64) int8_t q8[kAttentionBlockMaxHeadDim];
-    float qs[kAttentionBlockMaxHeadDim / 32];
-    QuantizeKvRow(q + size_t(r / heads) * q_stride + size_t(r % heads) * hd, hd, q8, qs);
-    for (uint32_t i = 0; i < hd; i += 4) std::memcpy(&out->quads[i / 4][r], q8 + i, 4);
-    for (uint32_t g = 0; g < hd / 32; ++g) {
-      int32_t sum = 0;
-      for (uint32_t i = g * 32; i < g * 32 + 32; ++i) sum += q8[i];
-      out->neg[g][r] = -128 * sum;
-      out->scale[g][r] = qs[g] * inv_sqrt;
-    }
-  }
-}
-
-// Scores of keys s0..s0+nk-1 of a run for the 16 rows: sc[j * kRows + row].
-// Eight keys at a time, each group's eight 4-byte quads broadcast against the
-// rows' quads.
-NEEDLE_VNNI512 void BlockScoresVnni(const KvRun& run, uint32_t s0, uint32_t nk, uint32_t hd, uint32_t row_stride,
-                                    uint32_t scale_stride, const BlockQueriesQ8& q, float* sc) {
-  alignas(64) uint8_t kb[kKeyBlock * kAttentionBlockMaxHeadDim];  // keys + 128, [key][i]
-  const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
-  for (uint32_t j = 0; j < nk; ++j) {
-    const int8_t* k = run.k + size_t(s0 + j) * row_stride;
-    for (uint32_t i = 0; i < hd; i += 32) {
-      _mm256_store_si256(reinterpret_cast<__m256i*>(kb + j * hd + i),
-                         _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + i)), bias));
-    }
-  }
-  const uint32_t groups = hd / 32;
-  for (uint32_t j0 = 0; j0 < nk; j0 += 8) {
-    uint32_t key[8];  // past the block's end: repeat its last key (scored, not stored)
-    for (uint32_t u = 0; u < 8; ++u) key[u] = std::min(j0 + u, nk - 1);
-    __m512 s[8];
-    for (int u = 0; u < 8; ++u) s[u] = _mm512_setzero_ps();
-    for (uint32_t g = 0; g < groups; ++g) {
-      __m512i acc[8];
-      const __m512i neg = _mm512_load_si512(q.neg[g]);
-      for (int u = 0; u < 8; ++u) acc[u] = neg;
-      for (uint32_t iq = g * 8; iq < g * 8 + 8; ++iq) {
-        const __m512i qv = _mm512_load_si512(q.quads[iq]);
-        for (int u = 0; u < 8; ++u) {
-          int32_t kq;
-          std::memcpy(&kq, kb + key[u] * hd + iq * 4, 4);
-          acc[u] = _mm512_dpbusd_epi32(acc[u], _mm512_set1_epi32(kq), qv);
-        }
-      }
-      const __m512 qs = _mm512_load_ps(q.scale[g]);
-      for (int u = 0; u < 8; ++u) {
-        const float ks = run.ks[size_t(s0 + key[u]) * scale_stride + g];
-        s[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[u]), _mm512_mul_ps(qs, _mm512_set1_ps(ks)), s[u]);
-      }
-    }
-    for (uint32_t u = 0; u < 8 && j0 + u < nk; ++u) _mm512_store_ps(sc + (j0 + u) * kRows, s[u]);
-  }
-}
-#endif  // HWY_TARGET == HWY_AVX3_DL
 
 bool AttendBlockSimd(const AttentionBlockArgs& a) {
 #if HWY_TARGET == HWY_SCALAR

@@ -60,6 +60,56 @@ TEST(AttendGroup, SimdEqualsReference) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// Decode-length windows: the integer kernel's 16-key blocks with a partial
+// last block in every run, odd totals (a value pair padded with a zero weight),
+// the most keys it takes (1008) and more (the float path), extreme int8 values
+// (-128 as a restored file may hold, with flat scores: the largest integer
+// sums) and peaked scores (weights far below the largest).
+TEST(AttendGroup, LongWindowsEqualReference) {
+  for (uint32_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (uint32_t heads : {1u, 2u, 4u}) {
+      for (uint32_t hd : {64u, 128u}) {
+        for (uint32_t total : {17u, 252u + 256u, 509u, 1008u, 1200u}) {
+          for (int kind = 0; kind < 3; ++kind) {  // random, extreme values with flat scores, peaked scores
+            SplitMix64 rng(heads * 7919 + hd * 31 + total + kind);
+            const uint32_t kv_heads = 2, groups = hd / 32, slots = total + 5;
+            const uint32_t row = kv_heads * hd, srow = kv_heads * groups;
+            std::vector<int8_t> k(slots * row), v(slots * row);
+            std::vector<float> ks(slots * srow), vs(slots * srow), qw(heads * hd), qs(heads * hd);
+            for (auto& x : k) x = kind == 1 ? int8_t(0) : static_cast<int8_t>(int(rng.Next() % 255) - 127);
+            for (auto& x : v) x = kind == 1 ? int8_t(rng.Next() % 2 ? -128 : 127) : static_cast<int8_t>(int(rng.Next() % 255) - 127);
+            for (auto& x : ks) x = static_cast<float>(0.01 + rng.Uniform() * (kind == 2 ? 0.2 : 0.02));
+            for (auto& x : vs) x = static_cast<float>(0.001 + rng.Uniform() * 0.03);
+            for (auto& x : qw) x = static_cast<float>(rng.Normal() * (kind == 2 ? 4.0 : 1.0));
+            for (auto& x : qs) x = static_cast<float>(rng.Normal());
+            SnapToHeads(qw, hd);
+            SnapToHeads(qs, hd);
+            const uint32_t g = 1, sinks = total / 3, tail = std::min(20u, (total - sinks) / 2), first = total - sinks - tail;  // runs: sinks, a wrapped ring
+            auto at = [&](uint32_t slot) { return slot * row + g * hd; };
+            auto sat = [&](uint32_t slot) { return slot * srow + g * groups; };
+            KvRun runs[3] = {{&k[at(0)], &ks[sat(0)], &v[at(0)], &vs[sat(0)], sinks, true},
+                             {&k[at(sinks + 5)], &ks[sat(sinks + 5)], &v[at(sinks + 5)], &vs[sat(sinks + 5)], first, false},
+                             {&k[at(sinks)], &ks[sat(sinks)], &v[at(sinks)], &vs[sat(sinks)], tail, false}};
+            std::vector<float> sc1(heads * total), sc2(heads * total), out1(heads * hd), out2(heads * hd, 9.0f);
+            AttentionGroupArgs a{qw.data(), qs.data(), heads, hd, row, srow, runs, 3, sc1.data(), out1.data()};
+            AttendGroupReference(a);
+            a.scores = sc2.data();
+            a.out = out2.data();
+            AttendGroup(a);
+            for (size_t i = 0; i < out1.size(); ++i) {
+              ASSERT_NEAR(out1[i], out2[i], 1e-4f * (1.0f + std::fabs(out1[i])))
+                  << hwy::TargetName(target) << " heads " << heads << " hd " << hd << " total " << total << " kind "
+                  << kind << " i " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 // The block kernel (query rows in lanes, online softmax) equals the token-by-token
 // reference: several GQA sizes, head sizes, token counts, sinks or none, a
 // wrapped window plus a chunk run, windows that start at different keys

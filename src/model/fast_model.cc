@@ -121,12 +121,19 @@ static CacheGeometry GeometryFor(const FastModel& m, const DecoderOptions& opt) 
 
 DecoderState::DecoderState(const FastModel& model, const DecoderOptions& opt) : cache_(GeometryFor(model, opt)) {
   if (opt.sinks_from) cache_.ShareSinks(opt.sinks_from->cache_);
+  const CacheGeometry& g = cache_.geometry();
+  s_ = MakeScratch(model, std::max<uint32_t>(1, opt.max_chunk), opt.fp32, g.sink_capacity + g.window,
+                   cache_.groups_per_head(), !opt.fp32);
+}
+
+std::unique_ptr<DecoderState::Scratch> DecoderState::MakeScratch(const FastModel& model, uint32_t C, bool fp32,
+                                                                 uint32_t score_slots, uint32_t ngk,
+                                                                 bool block_attention) {
   const ModelConfig& c = model.config();
-  const uint32_t C = std::max<uint32_t>(1, opt.max_chunk);
   const uint32_t d = c.d_model, n = c.mhc_lanes, H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();
   auto s = std::make_unique<Scratch>();
   s->C = C;
-  s->fp32 = opt.fp32;
+  s->fp32 = fp32;
   s->X.resize(size_t(C) * n * d);
   s->nx.resize(size_t(C) * n * d);
   s->u.resize(size_t(C) * d);
@@ -149,15 +156,14 @@ DecoderState::DecoderState(const FastModel& model, const DecoderOptions& opt) : 
   s->a.resize(size_t(C) * d);
   s->x1.resize(d);
   // Per kv group: [heads in group][sinks + window] scores.
-  s->scores.resize(size_t(H) * (size_t(cache_.geometry().sink_capacity) + cache_.geometry().window));
+  s->scores.resize(size_t(H) * score_slots);
   s->qw.resize(size_t(H) * hd);
   s->qs.resize(size_t(H) * hd);
   // cos/sin per chunk token (window and sink rotations), shared by every layer.
   s->rope_w.resize(size_t(C) * hd);
   s->rope_s.resize(size_t(C) * hd);
-  s->block_attention = !opt.fp32 && AttendBlockAvailable(H / G, hd);
+  s->block_attention = block_attention && AttendBlockAvailable(H / G, hd);
   if (s->block_attention) {
-    const uint32_t ngk = cache_.groups_per_head();
     s->qs_chunk.resize(size_t(C) * H * hd);
     s->ck.resize(size_t(C) * G * hd);
     s->cv.resize(size_t(C) * G * hd);
@@ -175,7 +181,7 @@ DecoderState::DecoderState(const FastModel& model, const DecoderOptions& opt) : 
   s->act_scale.resize(size_t(C) * s->in_pad_max / kCqGroup);
   s->act_sum.resize(size_t(C) * s->in_pad_max / kCqGroup);
   s->acts.resize(C);
-  s_ = std::move(s);
+  return s;
 }
 
 FastModel::FastModel(const CactArchive& archive) : archive_(archive), config_(archive.config()) {
@@ -250,23 +256,20 @@ void FastModel::Forward(DecoderState& st, std::span<const int32_t> tokens, float
     float* out = nullptr;
     if (logits && all_logits) out = logits + at * V;
     if (logits && !all_logits && last) out = logits;
-    ForwardChunk(st, tokens.data() + at, n, out, all_logits, pool);
+    ChunkTokens ct;
+    ct.one = &st;
+    ct.t0 = st.cache_.tokens();
+    ForwardChunk(*st.s_, ct, tokens.data() + at, n, out, all_logits, pool, st.profile_);
   }
 }
 
 // Token by token: store K/V, attend (the ring never holds a key a later query
 // still needs). Decode, the sink block, and the fp32 mode.
-void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T, float* logits, bool all_logits,
-                             ThreadPool* pool) const {
+void FastModel::ForwardChunk(DecoderState::Scratch& s, const ChunkTokens& ct, const int32_t* tokens, uint32_t T,
+                             float* logits, bool all_logits, ThreadPool* pool, ForwardProfile* prof) const {
   const ModelConfig& c = config_;
   const uint32_t d = c.d_model, n = c.mhc_lanes, H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();
   const uint32_t m = c.hada_n(), kv = G * hd, half = hd / 2;
-  DecoderState::Scratch& s = *st.s_;
-  WindowSinkCache& cache = st.cache_;
-  const int64_t t0 = cache.tokens();
-  const int64_t S = cache.geometry().sink_capacity;
-
-  auto tok = [&](int64_t P) -> int32_t { return P < 0 ? 0 : P >= t0 ? tokens[P - t0] : cache.TokenSeen(P); };
 
   // Row p of `x` (row stride `in`) rotated and quantized for `fb`-bit matrices;
   // called inside other per-token stages (one pool job instead of two).
@@ -334,7 +337,8 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
   // RoPE angles of each token (the same for every layer): window rotation at its
   // counter, sink rotation at S + nw - 1 once past the sinks (SPEC §3).
   for (uint32_t p = 0; p < T; ++p) {
-    const int64_t P = t0 + p;
+    const WindowSinkCache& cache = ct.cache(p);
+    const int64_t P = ct.pos(p), S = cache.geometry().sink_capacity;
     const int64_t first = P >= S ? cache.WindowFirst(P) : P + 1;
     const int64_t nw = P >= S ? P - first + 1 : 0;
     RopeAngles(static_cast<double>(P), inv_freq_.data(), half, &s.rope_w[size_t(p) * hd]);
@@ -342,9 +346,9 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
   }
   // Prefill past the sinks attends a block of tokens at once (AttendBlock);
   // single tokens (decode) and the sink block go token by token.
-  const bool block_attention = s.block_attention && t0 >= S && T >= kMinBlockAttentionTokens;
+  const bool block_attention = !ct.batched() && s.block_attention &&
+                               ct.t0 >= ct.one->cache_.geometry().sink_capacity && T >= kMinBlockAttentionTokens;
 
-  ForwardProfile* const prof = st.profile_;
   using Stage = ForwardStage;
   // Embedding rows, scaled, into all lanes.
   const float emb_scale = std::sqrt(static_cast<float>(d));
@@ -354,7 +358,8 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     CqDequantizeRow(embedding_.view, static_cast<uint32_t>(tokens[p]), x0);
     for (uint32_t i = 0; i < d; ++i) x0[i] *= emb_scale;
     for (uint32_t j = 1; j < n; ++j) std::memcpy(x0 + size_t(j) * d, x0, d * sizeof(float));
-    for (uint32_t h = 0; h < st.num_pools_; ++h) st.pools_[h]->Add(x0);  // cell 0: x0 (all lanes equal)
+    const DecoderState& owner = ct.state(p);
+    for (uint32_t h = 0; h < owner.num_pools_; ++h) owner.pools_[h]->Add(x0);  // cell 0: x0 (all lanes equal)
   }
   embed_clock.reset();
 
@@ -410,9 +415,9 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
       const uint32_t eh = c.engram_heads_per_order(), sub = c.engram_sub_dim(), slots = c.engram_slots;
       std::optional<StageClock> lookup_clock(std::in_place, prof, Stage::kEngramLookup);
       for (uint32_t p = 0; p < T; ++p) {
-        const int64_t P = t0 + p;
+        const int64_t P = ct.pos(p);
         int32_t hist[8];
-        for (uint32_t j = 0; j < 8; ++j) hist[j] = tok(P - j);  // hist[j] = token at P - j
+        for (uint32_t j = 0; j < 8; ++j) hist[j] = ct.TokenAt(tokens, p, P - j);  // hist[j] = token at P - j
         for (uint32_t oi = 0; oi < c.engram_orders.size(); ++oi) {
           const uint32_t order = c.engram_orders[oi];
           const bool ok = P - int64_t(order) + 1 >= 0;
@@ -439,7 +444,8 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
       StageClock mix_clock(prof, Stage::kEngramMix);
       const uint32_t taps = static_cast<uint32_t>(E.taps.size() / d), dil = c.engram_dilation();
       for (uint32_t p = 0; p < T; ++p) {
-        const int64_t P = t0 + p;
+        const int64_t P = ct.pos(p);
+        WindowSinkCache& cache = ct.cache(p);
         std::memcpy(cache.EngramValue(si, P), &s.ev0[size_t(p) * d], d * sizeof(float));
         float* ev = s.x1.data();  // scratch
         std::fill(ev, ev + d, 0.0f);
@@ -479,9 +485,9 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
     {
       StageClock sc(prof, Stage::kAttention);
       if (block_attention) {
-        AttendChunk(st, li, T, pool);
+        AttendChunk(*ct.one, li, T, pool);
       } else {
-        AttendTokens(st, li, T, pool);
+        AttendTokens(s, ct, li, T, pool);
       }
     }
     auto gate = [&](uint32_t p) {
@@ -530,7 +536,9 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
       ForEachToken(pool, T, mlp);
     }
     // Head cells, in token order: the mean of the lanes after this layer (SPEC §2).
-    for (uint32_t p = 0; p < T && st.num_pools_; ++p) {
+    for (uint32_t p = 0; p < T; ++p) {
+      const DecoderState& owner = ct.state(p);
+      if (!owner.num_pools_) continue;
       const float* X = &s.X[size_t(p) * n * d];
       float* mean = s.mean.data();
       for (uint32_t i = 0; i < d; ++i) {
@@ -538,14 +546,14 @@ void FastModel::ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t T
         for (uint32_t j = 0; j < n; ++j) acc += X[j * d + i];
         mean[i] = acc / static_cast<float>(n);
       }
-      for (uint32_t h = 0; h < st.num_pools_; ++h) st.pools_[h]->Add(mean);
+      for (uint32_t h = 0; h < owner.num_pools_; ++h) owner.pools_[h]->Add(mean);
     }
   }
 
   // ---- bookkeeping: the chunk's tokens are now in the cache
   for (uint32_t p = 0; p < T; ++p) {
-    cache.PushToken(t0 + p, tokens[p]);
-    cache.Commit(t0 + p);
+    ct.cache(p).PushToken(ct.pos(p), tokens[p]);
+    ct.cache(p).Commit(ct.pos(p));
   }
 
   // ---- final norm and tied logits for the positions asked for

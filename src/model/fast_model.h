@@ -48,6 +48,8 @@ struct DecoderOptions {
 };
 
 class FastModel;
+class BatchDecoder;
+struct ChunkTokens;
 
 // Per-session state. Not copyable (the cache is megabytes): see Copy-free moves only.
 class DecoderState {
@@ -83,8 +85,13 @@ class DecoderState {
 
  private:
   friend class FastModel;
+  friend class BatchDecoder;
+  friend struct ChunkTokens;
   DecoderState(const FastModel& model, const DecoderOptions& opt);
   struct Scratch;
+  // Scratch for chunks of up to `tokens` tokens whose scores hold `score_slots` keys per head.
+  static std::unique_ptr<Scratch> MakeScratch(const FastModel& model, uint32_t tokens, bool fp32, uint32_t score_slots,
+                                              uint32_t groups_per_head, bool block_attention);
   WindowSinkCache cache_;
   std::unique_ptr<Scratch> s_;
   ProbePool* const* pools_ = nullptr;
@@ -122,10 +129,14 @@ class FastModel {
     std::vector<float> taps;  // [taps, d]
   };
 
-  void ForwardChunk(DecoderState& st, const int32_t* tokens, uint32_t n, float* logits, bool all_logits,
-                    ThreadPool* pool) const;
-  // Layer li's K/V store and attention for the chunk's T tokens (q, k, v in the scratch).
-  void AttendTokens(DecoderState& st, uint32_t li, uint32_t T, ThreadPool* pool) const;
+  friend class BatchDecoder;
+  // The chunk's T tokens (ChunkTokens: whose state each is, at which position)
+  // through every layer, with scratch s; logits as Forward's.
+  void ForwardChunk(DecoderState::Scratch& s, const ChunkTokens& ct, const int32_t* tokens, uint32_t T, float* logits,
+                    bool all_logits, ThreadPool* pool, ForwardProfile* prof) const;
+  // Layer li's K/V store and attention for the chunk's T tokens (q, k, v in the
+  // scratch), token by token, each in its own state's cache.
+  void AttendTokens(DecoderState::Scratch& s, const ChunkTokens& ct, uint32_t li, uint32_t T, ThreadPool* pool) const;
   void AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPool* pool) const;
 
   const CactArchive& archive_;
@@ -137,6 +148,34 @@ class FastModel {
   std::vector<int32_t> site_of_layer_;  // -1 or the engram site index
   std::vector<float> a_pre_, a_post_, a_res_, b_pre_, b_post_, b_res_, final_norm_;
   std::vector<double> inv_freq_;
+};
+
+// Batched decoding across sessions: one token for each of several states in
+// one pass over the weights. The matrix products take every state's token
+// at once (each weight code is unpacked once for all of them); everything
+// else runs per state, in its own cache. Each state's logits equal what
+// Forward of that token alone gives, bit for bit. Holds scratch for
+// `max_states` tokens; Step allocates nothing. One Step at a time per decoder.
+class BatchDecoder {
+ public:
+  BatchDecoder(const FastModel& model, uint32_t max_states);
+  ~BatchDecoder();
+  BatchDecoder(const BatchDecoder&) = delete;
+  BatchDecoder& operator=(const BatchDecoder&) = delete;
+
+  uint32_t capacity() const { return capacity_; }
+  // Appends tokens[i] to *states[i] and writes its next-token logits to
+  // logits + i * V. Error(kInvalidArgument): more states than capacity(),
+  // sizes that differ, a state given twice, a state of another model or in
+  // fp32 mode, a token outside the vocabulary; nothing is changed then.
+  void Step(std::span<DecoderState* const> states, std::span<const int32_t> tokens, float* logits,
+            ThreadPool* pool = nullptr);
+
+ private:
+  const FastModel& model_;
+  uint32_t capacity_;
+  std::unique_ptr<DecoderState::Scratch> s_;
+  std::vector<int64_t> positions_;
 };
 
 }  // namespace needle

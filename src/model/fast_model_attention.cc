@@ -14,11 +14,20 @@
 namespace needle {
 namespace {
 
-// Attention of every kv-head group of one token, split across the pool by group.
+// One token's attention, split across the pool by kv-head group: each group
+// first stores its K/V row and prepares its query heads (normalised, rotated
+// for the window and the sinks, snapped to the int8 grid), then attends.
 struct AttentionJob {
-  const WindowSinkCache* cache;
+  WindowSinkCache* cache;
   uint32_t layer, hd, group, ngk;
-  const float *qw, *qs;
+  // This token's projections and what prepares them.
+  int64_t P;
+  float* k;        // [kv_heads][hd], normalised and rotated in place
+  const float* v;  // [kv_heads][hd]
+  const float* q;  // [heads][hd]
+  const float *k_norm, *q_norm, *rope_w, *rope_s;
+  bool prepare;  // false: the caller prepared every group already
+  float *qw, *qs;  // the prepared queries, [heads][hd]
   float* o;
   float* scores;
   uint32_t scores_per_group;
@@ -27,12 +36,35 @@ struct AttentionJob {
   uint32_t win_first_slot, nw, window;
 };
 
+// K/V of group g into the cache; the group's query heads into qw (window
+// rotation) and qs (sink rotation), on the int8 grid unless fp32.
+void PrepareGroup(const AttentionJob& j, uint32_t g, bool fp32) {
+  const uint32_t hd = j.hd;
+  float* kg = j.k + g * hd;
+  ZcRmsNormFast(kg, j.k_norm, hd, kg);
+  RotateWithAngles(kg, hd, j.rope_w);  // sinks: P < S is their own position
+  j.cache->Store(j.layer, j.P, g, kg, j.v + g * hd);
+  for (uint32_t hh = g * j.group; hh < (g + 1) * j.group; ++hh) {
+    float* qw = j.qw + hh * hd;
+    float* qs = j.qs + hh * hd;
+    ZcRmsNormFast(j.q + hh * hd, j.q_norm, hd, qw);
+    std::memcpy(qs, qw, hd * sizeof(float));
+    RotateWithAngles(qw, hd, j.rope_w);
+    RotateWithAngles(qs, hd, j.rope_s);
+    if (!fp32) {  // int8 queries, as the keys (attention.h)
+      SnapToKvGrid(qw, hd);
+      SnapToKvGrid(qs, hd);
+    }
+  }
+}
+
 void RunAttentionRange(void* ctx, uint32_t g0, uint32_t g1) {
   const auto* j = static_cast<const AttentionJob*>(ctx);
   const WindowSinkCache& c = *j->cache;
   const CacheGeometry& geo = c.geometry();
   const uint32_t row_stride = geo.kv_heads * j->hd, scale_stride = geo.kv_heads * j->ngk;
   for (uint32_t g = g0; g < g1; ++g) {
+    if (j->prepare) PrepareGroup(*j, g, false);
     KvRun runs[3];
     uint32_t nr = 0;
     if (j->n_sink) {
@@ -153,59 +185,48 @@ void RotateWithAngles(float* x, uint32_t hd, const float* cs) {
   }
 }
 
-void FastModel::AttendTokens(DecoderState& st, uint32_t li, uint32_t T, ThreadPool* pool) const {
+void FastModel::AttendTokens(DecoderState::Scratch& s, const ChunkTokens& ct, uint32_t li, uint32_t T,
+                             ThreadPool* pool) const {
   const ModelConfig& c = config_;
   const uint32_t H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();
   const uint32_t kv = G * hd, group = H / G;
-  DecoderState::Scratch& s = *st.s_;
-  WindowSinkCache& cache = st.cache_;
   const Layer& Ly = layers_[li];
-  const int64_t t0 = cache.tokens();
-  const int64_t S = cache.geometry().sink_capacity, W = cache.geometry().window;
   for (uint32_t p = 0; p < T; ++p) {
-    const int64_t P = t0 + p;
-    float* q = &s.q[size_t(p) * H * hd];
-    float* k = &s.k[size_t(p) * kv];
-    const float* v = &s.v[size_t(p) * kv];
+    WindowSinkCache& cache = ct.cache(p);
+    const int64_t S = cache.geometry().sink_capacity, W = cache.geometry().window;
+    const int64_t P = ct.pos(p);
     // Visible keys: sinks [0, min(S, P+1)), window tokens [first, P] (P >= S).
     const int64_t n_sink = std::min<int64_t>(S, P + 1);
     const int64_t first = P >= S ? cache.WindowFirst(P) : P + 1;
     const int64_t nw = P >= S ? P - first + 1 : 0;
-    const float* rope_w = &s.rope_w[size_t(p) * hd];
-    const float* rope_s = &s.rope_s[size_t(p) * hd];
-    for (uint32_t g = 0; g < G; ++g) {
-      float* kg = k + g * hd;
-      ZcRmsNormFast(kg, Ly.k_norm.data(), hd, kg);
-      RotateWithAngles(kg, hd, rope_w);  // sinks: P < S is their own position
-      cache.Store(li, P, g, kg, v + g * hd);
-    }
-    float* qw = s.qw.data();
-    float* qs = s.qs.data();
-    for (uint32_t hh = 0; hh < H; ++hh) {
-      ZcRmsNormFast(q + hh * hd, Ly.q_norm.data(), hd, qw + hh * hd);
-      std::memcpy(qs + hh * hd, qw + hh * hd, hd * sizeof(float));
-      RotateWithAngles(qw + hh * hd, hd, rope_w);
-      RotateWithAngles(qs + hh * hd, hd, rope_s);
-      if (!s.fp32) {  // int8 queries, as the keys (attention.h)
-        SnapToKvGrid(qw + hh * hd, hd);
-        SnapToKvGrid(qs + hh * hd, hd);
-      }
-    }
+    AttentionJob job;
+    job.cache = &cache;
+    job.layer = li;
+    job.hd = hd;
+    job.group = group;
+    job.ngk = cache.groups_per_head();
+    job.P = P;
+    job.k = &s.k[size_t(p) * kv];
+    job.v = &s.v[size_t(p) * kv];
+    job.q = &s.q[size_t(p) * H * hd];
+    job.k_norm = Ly.k_norm.data();
+    job.q_norm = Ly.q_norm.data();
+    job.rope_w = &s.rope_w[size_t(p) * hd];
+    job.rope_s = &s.rope_s[size_t(p) * hd];
+    job.qw = s.qw.data();
+    job.qs = s.qs.data();
     float* o = &s.o[size_t(p) * H * hd];
+    job.o = o;
+    // A sink row into a cache that shares its sinks is an error Store throws:
+    // thrown here, on the calling thread, never inside a pool job.
+    job.prepare = !s.fp32 && !(cache.IsSink(P) && cache.geometry().shared_sinks);
+    if (!job.prepare) {
+      for (uint32_t g = 0; g < G; ++g) PrepareGroup(job, g, s.fp32);
+    }
     if (s.fp32) {
-      AttendFloat(cache, li, P, S, n_sink, first, hd, H, group, qw, qs, s.scores.data(), o);
+      AttendFloat(cache, li, P, S, n_sink, first, hd, H, group, job.qw, job.qs, s.scores.data(), o);
     } else {
       // Window slots of tokens first..P: one or two contiguous runs of the ring.
-      const uint32_t ngk = cache.groups_per_head();
-      AttentionJob job;
-      job.cache = &cache;
-      job.layer = li;
-      job.hd = hd;
-      job.group = group;
-      job.ngk = ngk;
-      job.qw = qw;
-      job.qs = qs;
-      job.o = o;
       job.scores = s.scores.data();
       job.scores_per_group = static_cast<uint32_t>(s.scores.size() / G);
       job.n_sink = static_cast<uint32_t>(n_sink);

@@ -44,6 +44,28 @@ struct DecoderState::Scratch {
   }
 };
 
+// The tokens of one forward chunk: consecutive positions t0, t0+1, ... of one
+// state (Forward), or one token of each of several states, each at its own
+// cache's next position (BatchDecoder).
+struct ChunkTokens {
+  DecoderState* one = nullptr;
+  int64_t t0 = 0;
+  DecoderState* const* each = nullptr;  // [T], with their positions:
+  const int64_t* positions = nullptr;   // [T]
+
+  bool batched() const { return each != nullptr; }
+  DecoderState& state(uint32_t p) const { return each ? *each[p] : *one; }
+  WindowSinkCache& cache(uint32_t p) const { return state(p).cache_; }
+  int64_t pos(uint32_t p) const { return each ? positions[p] : t0 + int64_t(p); }
+  // The token at position P <= pos(p) of token p's sequence: this chunk's, or one its cache has seen.
+  int32_t TokenAt(const int32_t* tokens, uint32_t p, int64_t P) const {
+    if (P < 0) return 0;
+    const int64_t own0 = each ? positions[p] : t0;  // the first position this chunk feeds that sequence
+    if (P >= own0) return tokens[(each ? p : 0) + static_cast<uint32_t>(P - own0)];
+    return cache(p).TokenSeen(P);
+  }
+};
+
 // f(p) for p in [0, n), split across the pool in contiguous ranges: the
 // per-token work of a chunk (norms, rotations, the MLP) beside the matrix products.
 template <class F>

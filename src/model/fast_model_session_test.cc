@@ -57,12 +57,7 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); 
 namespace needle {
 namespace {
 
-std::vector<int32_t> RandomTokens(size_t n, uint32_t vocab, uint64_t seed) {
-  SplitMix64 rng(seed);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = static_cast<int32_t>(14 + rng.Next() % (vocab - 14));
-  return t;
-}
+using testing::RandomTokens;
 
 uint64_t ResidentKb() {
   std::ifstream in("/proc/self/status");
@@ -193,6 +188,30 @@ TEST(FastModel, DecodeStepDoesNotAllocate) {
   g_allocs = 0;
   g_count_allocs = true;
   for (size_t p = 16; p < tokens.size(); ++p) model.Forward(*st, std::span(&tokens[p], 1), logits.data(), false, &pool);
+  g_count_allocs = false;
+  EXPECT_EQ(g_allocs, 0u);
+}
+
+// (e2) Nor does a batched decoding step (BatchDecoder) over several states.
+TEST(FastModel, BatchedDecodeStepDoesNotAllocate) {
+  if (!NEEDLE_ALLOC_HOOK) GTEST_SKIP() << "allocation hook disabled under sanitizers";
+  const ModelConfig c = testing::SmallConfig();
+  const CactArchive archive = CactArchive::FromBytes(testing::NonTrivialArchive(c, "2", 16));
+  const FastModel model(archive);
+  ThreadPool pool(2);
+  std::vector<std::unique_ptr<DecoderState>> states;
+  std::vector<DecoderState*> members;
+  for (uint64_t i = 0; i < 3; ++i) {
+    states.push_back(model.NewState({.sink_length = 16, .window = 32}));
+    model.Forward(*states.back(), RandomTokens(20 + i, c.vocab_size, 30 + i), nullptr, false, &pool);
+    members.push_back(states.back().get());
+  }
+  BatchDecoder decoder(model, 4);
+  std::vector<float> logits(3 * c.vocab_size);
+  const auto tokens = RandomTokens(3 * 100, c.vocab_size, 10);
+  g_allocs = 0;
+  g_count_allocs = true;
+  for (size_t p = 0; p < 100; ++p) decoder.Step(members, std::span(&tokens[3 * p], 3), logits.data(), &pool);
   g_count_allocs = false;
   EXPECT_EQ(g_allocs, 0u);
 }

@@ -7,6 +7,7 @@ namespace needle::cli {
 int RunRandom(int argc, char** argv);
 int RunInspect(int argc, char** argv);
 int RunBench(int argc, char** argv);
+int RunBenchBatch(int argc, char** argv);
 int RunTrain(int argc, char** argv);   // in needle-train
 int ExecTrain(int argc, char** argv);  // runs needle-train
 int RunFinetune(int argc, char** argv);   // in needle-train

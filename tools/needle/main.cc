@@ -19,6 +19,7 @@ const Command kCommands[] = {
     {"random", needle::cli::RunRandom, "create an archive with random weights (SPEC §1 init)"},
     {"inspect", needle::cli::RunInspect, "validate an archive and show geometry, budget and tensors"},
     {"bench", needle::cli::RunBench, "simulate a long session: speed, memory, cache bytes"},
+    {"bench-batch", needle::cli::RunBenchBatch, "decode speed of N concurrent sessions, alone vs batched"},
     {"train", needle::cli::ExecTrain, "train a model from scratch on JSONL data (libtorch)"},
     {"train-heads", needle::cli::ExecTrainHeads, "train the retrieval and confidence heads, body frozen (libtorch)"},
     {"train-bench", needle::cli::ExecTrainBench, "time the trainer's step by phase and op family: tokens/s, MFU (libtorch)"},

@@ -47,4 +47,11 @@ std::vector<uint8_t> NonTrivialArchive(const ModelConfig& c, const std::string& 
   return ExportArchive(w, ParseBitsMap(bits, w.specs), ByteLevelTokenizer());
 }
 
+std::vector<int32_t> RandomTokens(size_t n, uint32_t vocab, uint64_t seed) {
+  SplitMix64 rng(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(14 + rng.Next() % (vocab - 14));
+  return t;
+}
+
 }  // namespace needle::testing

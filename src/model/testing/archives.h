@@ -19,5 +19,7 @@ ModelConfig SmallConfig();
 std::vector<uint8_t> NonTrivialArchive(const ModelConfig& c, const std::string& bits, uint64_t seed);
 // The same weights with `heads` (probes/projections ~N(0, 0.1)), before quantization.
 ModelWeights NonTrivialWeights(const ModelConfig& c, const std::vector<HeadSpec>& heads, uint64_t seed);
+// n token ids drawn from [14, vocab) (past the special ids).
+std::vector<int32_t> RandomTokens(size_t n, uint32_t vocab, uint64_t seed);
 
 }  // namespace needle::testing
