@@ -17,7 +17,7 @@ ThreadPool::ThreadPool(uint32_t threads) : threads_(std::max<uint32_t>(1, thread
 
 ThreadPool::~ThreadPool() {
   stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
   generation_.notify_all();
   for (auto& t : workers_) t.join();
 }
@@ -34,8 +34,10 @@ void ThreadPool::ParallelFor(uint32_t n, RangeFn fn, void* ctx, uint32_t align) 
   fn_ = fn, ctx_ = ctx, n_ = n;
   next_.store(0, std::memory_order_relaxed);
   pending_.store(threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
+  // seq_cst pairs with a worker's (sleeping_workers_ += 1; load generation_):
+  // either it sees the new generation or this sees it going to sleep.
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleeping_workers_.load(std::memory_order_seq_cst) != 0) generation_.notify_all();
   RunClaims();
   // Spin briefly (the usual case: the other cores finish within microseconds),
   // then sleep, so an oversubscribed machine is not burned by waiting.
@@ -43,9 +45,11 @@ void ThreadPool::ParallelFor(uint32_t n, RangeFn fn, void* ctx, uint32_t align) 
     if (pending_.load(std::memory_order_acquire) == 0) return;
     NEEDLE_PAUSE();
   }
-  for (uint32_t p = pending_.load(std::memory_order_acquire); p != 0; p = pending_.load(std::memory_order_acquire)) {
-    pending_.wait(p, std::memory_order_acquire);
+  caller_sleeping_.store(true, std::memory_order_seq_cst);
+  for (uint32_t p = pending_.load(std::memory_order_seq_cst); p != 0; p = pending_.load(std::memory_order_seq_cst)) {
+    pending_.wait(p, std::memory_order_seq_cst);
   }
+  caller_sleeping_.store(false, std::memory_order_relaxed);
 }
 
 void ThreadPool::RunClaims() {
@@ -57,21 +61,27 @@ void ThreadPool::RunClaims() {
 }
 
 void ThreadPool::WorkerLoop() {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    uint64_t g = generation_.load(std::memory_order_acquire);
+    uint32_t g = generation_.load(std::memory_order_acquire);
     for (int spin = 0; g == seen && spin < 4000; ++spin) {
       NEEDLE_PAUSE();
       g = generation_.load(std::memory_order_acquire);
     }
-    while (g == seen) {
-      generation_.wait(seen, std::memory_order_acquire);
-      g = generation_.load(std::memory_order_acquire);
+    if (g == seen) {
+      sleeping_workers_.fetch_add(1, std::memory_order_seq_cst);
+      // wait() returns only once the value differs from `seen` (or spuriously; re-checked).
+      while ((g = generation_.load(std::memory_order_seq_cst)) == seen) generation_.wait(seen, std::memory_order_seq_cst);
+      sleeping_workers_.fetch_sub(1, std::memory_order_relaxed);
     }
     seen = g;
     if (stop_.load(std::memory_order_acquire)) return;
     RunClaims();
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    // The last worker wakes the caller only if it said it sleeps (seq_cst pairs
+    // with its store of caller_sleeping_ before reading pending_).
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_sleeping_.load(std::memory_order_seq_cst)) {
+      pending_.notify_one();
+    }
   }
 }
 

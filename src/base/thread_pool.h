@@ -1,7 +1,9 @@
 // A small fixed pool for splitting row ranges of one matrix product across
-// cores. No allocation, no std::function, no locks on the hot path: the caller
-// publishes (fn, ctx, n) and bumps a generation counter; workers spin briefly,
-// then sleep on the atomic (C++20 wait/notify).
+// cores. No allocation, no std::function, no locks and no system call on the
+// hot path: the caller publishes (fn, ctx, n) and bumps a generation counter;
+// workers spin a while (~100 us: longer than the gaps between the jobs of a
+// forward pass), then sleep on the atomic (C++20 wait/notify). A wake-up
+// (futex) is sent only to a thread that said it is going to sleep.
 #pragma once
 
 #include <atomic>
@@ -32,8 +34,11 @@ class ThreadPool {
 
   uint32_t threads_;
   std::vector<std::thread> workers_;
-  std::atomic<uint64_t> generation_{0};
+  // 32-bit atomics: the futex width, so wait/notify need no proxy.
+  std::atomic<uint32_t> generation_{0};
   std::atomic<uint32_t> pending_{0};
+  std::atomic<uint32_t> sleeping_workers_{0};  // workers in (or about to enter) generation_.wait
+  std::atomic<bool> caller_sleeping_{false};   // the caller in (or about to enter) pending_.wait
   std::atomic<bool> stop_{false};
   // The job of the current generation (written before generation_ is bumped).
   RangeFn fn_ = nullptr;

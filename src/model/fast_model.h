@@ -158,7 +158,7 @@ class FastModel {
 // `max_states` tokens; Step allocates nothing. One Step at a time per decoder.
 class BatchDecoder {
  public:
-  BatchDecoder(const FastModel& model, uint32_t max_states);
+  BatchDecoder(const FastModel& model, uint32_t max_states);  // 1-64 states
   ~BatchDecoder();
   BatchDecoder(const BatchDecoder&) = delete;
   BatchDecoder& operator=(const BatchDecoder&) = delete;

@@ -191,6 +191,11 @@ void FastModel::AttendTokens(DecoderState::Scratch& s, const ChunkTokens& ct, ui
   const uint32_t H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();
   const uint32_t kv = G * hd, group = H / G;
   const Layer& Ly = layers_[li];
+  // Tokens of different states (a batch) are independent: with per-token
+  // query and score buffers, all (token, group) pairs are one pool job.
+  // Consecutive tokens of one state go in order (each sees the previous one's key).
+  const bool together = ct.batched() && !s.fp32 && s.attention_per_token && T <= kMaxBatchTokens;
+  AttentionJob jobs[kMaxBatchTokens];
   for (uint32_t p = 0; p < T; ++p) {
     WindowSinkCache& cache = ct.cache(p);
     const int64_t S = cache.geometry().sink_capacity, W = cache.geometry().window;
@@ -199,7 +204,7 @@ void FastModel::AttendTokens(DecoderState::Scratch& s, const ChunkTokens& ct, ui
     const int64_t n_sink = std::min<int64_t>(S, P + 1);
     const int64_t first = P >= S ? cache.WindowFirst(P) : P + 1;
     const int64_t nw = P >= S ? P - first + 1 : 0;
-    AttentionJob job;
+    AttentionJob& job = jobs[together ? p : 0];
     job.cache = &cache;
     job.layer = li;
     job.hd = hd;
@@ -213,8 +218,9 @@ void FastModel::AttendTokens(DecoderState::Scratch& s, const ChunkTokens& ct, ui
     job.q_norm = Ly.q_norm.data();
     job.rope_w = &s.rope_w[size_t(p) * hd];
     job.rope_s = &s.rope_s[size_t(p) * hd];
-    job.qw = s.qw.data();
-    job.qs = s.qs.data();
+    const size_t slot = together ? p : 0;  // this token's query and score buffers
+    job.qw = &s.qw[slot * H * hd];
+    job.qs = &s.qs[slot * H * hd];
     float* o = &s.o[size_t(p) * H * hd];
     job.o = o;
     // A sink row into a cache that shares its sinks is an error Store throws:
@@ -225,20 +231,39 @@ void FastModel::AttendTokens(DecoderState::Scratch& s, const ChunkTokens& ct, ui
     }
     if (s.fp32) {
       AttendFloat(cache, li, P, S, n_sink, first, hd, H, group, job.qw, job.qs, s.scores.data(), o);
+      continue;
+    }
+    // Window slots of tokens first..P: one or two contiguous runs of the ring.
+    const size_t score_floats = s.scores.size() / (together ? s.C : 1);
+    job.scores = &s.scores[slot * score_floats];
+    job.scores_per_group = static_cast<uint32_t>(score_floats / G);
+    job.n_sink = static_cast<uint32_t>(n_sink);
+    job.sink_scored_as_sink = P >= S;
+    job.win_first_slot = nw ? cache.RingSlot(first) : 0;
+    job.nw = static_cast<uint32_t>(nw);
+    job.window = static_cast<uint32_t>(W);
+    if (together) continue;
+    if (pool) {
+      pool->ParallelFor(G, RunAttentionRange, &job);
     } else {
-      // Window slots of tokens first..P: one or two contiguous runs of the ring.
-      job.scores = s.scores.data();
-      job.scores_per_group = static_cast<uint32_t>(s.scores.size() / G);
-      job.n_sink = static_cast<uint32_t>(n_sink);
-      job.sink_scored_as_sink = P >= S;
-      job.win_first_slot = nw ? cache.RingSlot(first) : 0;
-      job.nw = static_cast<uint32_t>(nw);
-      job.window = static_cast<uint32_t>(W);
-      if (pool) {
-        pool->ParallelFor(G, RunAttentionRange, &job);
-      } else {
-        RunAttentionRange(&job, 0, G);
+      RunAttentionRange(&job, 0, G);
+    }
+  }
+  if (together) {
+    struct Batch {
+      const AttentionJob* jobs;
+      uint32_t groups;
+    } batch{jobs, G};
+    auto run = [](void* ctx, uint32_t b, uint32_t e) {
+      const auto* bt = static_cast<const Batch*>(ctx);
+      for (uint32_t t = b; t < e; ++t) {
+        RunAttentionRange(const_cast<AttentionJob*>(&bt->jobs[t / bt->groups]), t % bt->groups, t % bt->groups + 1);
       }
+    };
+    if (pool) {
+      pool->ParallelFor(T * G, run, &batch);
+    } else {
+      run(&batch, 0, T * G);
     }
   }
 }

@@ -16,7 +16,16 @@ BatchDecoder::BatchDecoder(const FastModel& model, uint32_t max_states) : model_
   // Scores for the longest cache a state of this model can have (sinks + window <= the KV budget).
   const uint32_t slots = std::max(budget_window(c), model.window());
   const uint32_t ngk = (c.head_dim() + kKvGroup - 1) / kKvGroup;
+  if (max_states > kMaxBatchTokens) {
+    throw Error(ErrorCode::kInvalidArgument, "batch decoder: at most " + std::to_string(kMaxBatchTokens) + " states, not " +
+                                                 std::to_string(max_states));
+  }
   s_ = DecoderState::MakeScratch(model, max_states, /*fp32=*/false, slots, ngk, /*block_attention=*/false);
+  // Query and score buffers per state: the batch's attention is one pool job.
+  s_->qw.resize(s_->qw.size() * max_states);
+  s_->qs.resize(s_->qs.size() * max_states);
+  s_->scores.resize(s_->scores.size() * max_states);
+  s_->attention_per_token = true;
   positions_.assign(max_states, 0);
 }
 
@@ -36,7 +45,7 @@ void BatchDecoder::Step(std::span<DecoderState* const> states, std::span<const i
   if (n == 0) return;
   if (!logits) throw Error(ErrorCode::kInvalidArgument, "batch decoder: no logits buffer");
   const ModelConfig& c = model_.config();
-  const uint32_t slots = static_cast<uint32_t>(s_->scores.size() / c.num_heads);
+  const uint32_t slots = static_cast<uint32_t>(s_->scores.size() / capacity_ / c.num_heads);
   for (size_t i = 0; i < n; ++i) {
     const DecoderState* st = states[i];
     if (!st) throw Error(ErrorCode::kInvalidArgument, "batch decoder: state " + std::to_string(i) + " is null");

@@ -31,6 +31,9 @@ struct DecoderState::Scratch {
   uint32_t in_pad_max = 0;
   bool fp32 = false;
   bool block_attention = false;
+  // qw, qs and scores hold a buffer per token (C of each): the attention of a
+  // batch of independent tokens runs as one pool job (BatchDecoder).
+  bool attention_per_token = false;
 
   uint64_t bytes() const {
     uint64_t b = 0;
@@ -43,6 +46,9 @@ struct DecoderState::Scratch {
     return b + act_q.capacity() + act_sum.capacity() * sizeof(int32_t) + acts.capacity() * sizeof(ActivationQ8);
   }
 };
+
+// The most tokens a BatchDecoder step takes (its attention jobs live on the stack).
+inline constexpr uint32_t kMaxBatchTokens = 64;
 
 // The tokens of one forward chunk: consecutive positions t0, t0+1, ... of one
 // state (Forward), or one token of each of several states, each at its own
