@@ -130,7 +130,12 @@ uint64_t Session::state_bytes() const {
 
 void Session::Feed(std::span<const int32_t> ids, bool want_logits) {
   if (ids.empty()) return;
-  model_->fast().Forward(decoding_ ? *decoding_ : *state_, ids, want_logits ? logits_.data() : nullptr, false, pool_.get());
+  DecoderState& st = decoding_ ? *decoding_ : *state_;
+  if (batcher_ && ids.size() == 1 && want_logits && &batcher_->model() == &model_->fast()) {
+    batcher_->Forward(st, ids[0], logits_.data(), pool_.get());
+    return;
+  }
+  model_->fast().Forward(st, ids, want_logits ? logits_.data() : nullptr, false, pool_.get());
 }
 
 

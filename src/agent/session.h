@@ -45,6 +45,7 @@
 #include "base/thread_pool.h"
 #include "grammar/copy_source.h"
 #include "grammar/matcher.h"
+#include "model/decode_batcher.h"
 #include "said/quantities.h"
 
 namespace needle {
@@ -122,6 +123,12 @@ class Session {
   // then nothing changes.
   void SetOptions(const SessionOptions& options);
   const SessionOptions& options() const { return opt_; }
+  // Batched decoding across sessions on other threads (model/decode_batcher.h):
+  // from now on this session's single-token steps go through `batcher`
+  // (nullptr: alone), joined with the steps other sessions ask for at the same
+  // time. Answers do not change: the batcher's logits are the lone pass's, bit
+  // for bit. A batcher of another model than this session's is not used.
+  void SetDecodeBatcher(std::shared_ptr<DecodeBatcher> batcher) { batcher_ = std::move(batcher); }
 
   // ---- turns (never throw: failures are error envelopes)
   // The C ABI's rule (SPEC §11): after a `call` envelope the text is that
@@ -272,6 +279,7 @@ class Session {
   std::shared_ptr<const Model> model_;
   SessionOptions opt_;
   std::unique_ptr<ThreadPool> pool_;
+  std::shared_ptr<DecodeBatcher> batcher_;
 
   nlohmann::ordered_json tools_ = nlohmann::ordered_json::array();
   nlohmann::ordered_json facts_;

@@ -598,6 +598,35 @@ TEST(Session, ThreadsGiveTheSameAnswersAsSequential) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(par[i], seq[i]);
 }
 
+// Sessions on threads that share a DecodeBatcher answer exactly as sequential
+// sessions without one (whole envelopes: reasoning, calls, confidence), and
+// their steps were joined into batches.
+TEST(Session, ABatcherSharedByThreadsChangesNoAnswer) {
+  auto model = testing::AgentModel(17);
+  const char* queries[] = {"lights in the hall", "alarm 07:15", "weather in Rome", "text Ana I'm late"};
+  auto run = [&](int which, std::shared_ptr<DecodeBatcher> batcher) {
+    Session s(model, Small());
+    s.SetDecodeBatcher(batcher);
+    s.SetToolsJson(testing::kFiveTools);
+    std::string out;
+    for (int i = 0; i < 4; ++i) {
+      const Envelope e = s.Query(queries[(which + i) % 4]);
+      out += e.reasoning + ordered_json(e.function_calls).dump() + std::to_string(e.confidence.value_or(-1.0)) + "\n";
+    }
+    return out;
+  };
+  std::string seq[4], par[4];
+  for (int i = 0; i < 4; ++i) seq[i] = run(i, nullptr);
+  auto batcher = std::make_shared<DecodeBatcher>(model->fast(), 4);
+  std::thread ts[4];
+  for (int i = 0; i < 4; ++i) ts[i] = std::thread([&, i] { par[i] = run(i, batcher); });
+  for (auto& t : ts) t.join();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(par[i], seq[i]);
+  const DecodeBatcher::Stats st = batcher->stats();
+  EXPECT_GT(st.steps, 0u);
+  EXPECT_LT(st.batches, st.steps);
+}
+
 // Options change between turns through the table's checks; a creation option
 // cannot change, and a rejected change changes nothing.
 TEST(Session, SetOptionsAppliesFromTheNextTurnAndRefusesCreationOptions) {

@@ -58,7 +58,7 @@ std::string SetupKey(const OJson& tools, const OJson& facts, const std::vector<s
 
 struct Server::Impl {
   Impl(std::shared_ptr<const Model> m, ServerOptions o)
-      : model(std::move(m)), opt(std::move(o)), pool(model, opt.session, opt.parallel, opt.queue),
+      : model(std::move(m)), opt(std::move(o)), pool(model, opt.session, opt.parallel, opt.queue, opt.batch_decoding),
         work_dir(opt.work_dir.empty() ? "/tmp/needle-serve-" + std::to_string(::getpid()) : opt.work_dir),
         job(opt.cli_path, work_dir + "/finetune"), served_name(opt.model_name) {}
 
@@ -346,7 +346,10 @@ Server::Server(std::shared_ptr<const Model> model, ServerOptions options)
     const SessionPool::Stats st = m.pool.stats();
     Reply(res, 200, {{"status", m.stopping ? "stopping" : "ok"}, {"model", m.ServedName()}, {"sessions", st.sessions},
                      {"busy", st.busy}, {"waiting", st.waiting}, {"served", st.served}, {"setups_reused", st.reused},
-                     {"queue_full", st.queue_full}, {"timed_out", st.timed_out}});
+                     {"queue_full", st.queue_full}, {"timed_out", st.timed_out},
+                     {"batched_decoding", {{"enabled", m.opt.batch_decoding && st.sessions > 1},
+                                           {"tokens", st.decode_steps},
+                                           {"passes", st.decode_batches}}}});
   });
 }
 

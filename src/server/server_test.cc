@@ -260,7 +260,12 @@ TEST_F(ServerTest, ConcurrentClientsGetTheirOwnAnswers) {
   }
   for (auto& t : clients) t.join();
   for (int c = 0; c < 6; ++c) EXPECT_EQ(got[size_t(c)], names[c % 3]) << c;
-  EXPECT_EQ(json::parse(client_->Get("/health")->body)["served"], 6);
+  const json health = json::parse(client_->Get("/health")->body);
+  EXPECT_EQ(health["served"], 6);
+  // The two sessions' decoding went through the shared batcher.
+  EXPECT_EQ(health["batched_decoding"]["enabled"], true);
+  EXPECT_GT(health["batched_decoding"]["tokens"].get<uint64_t>(), 0u);
+  EXPECT_LE(health["batched_decoding"]["passes"].get<uint64_t>(), health["batched_decoding"]["tokens"].get<uint64_t>());
 }
 
 // A burst of clients connecting at once is accepted (Debian's cpp-httplib

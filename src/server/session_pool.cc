@@ -4,11 +4,19 @@
 
 namespace needle::server {
 
-SessionPool::SessionPool(std::shared_ptr<const Model> model, SessionOptions options, uint32_t sessions, uint32_t max_waiting)
-    : model_(model), options_(options), max_waiting_(max_waiting) {
+SessionPool::SessionPool(std::shared_ptr<const Model> model, SessionOptions options, uint32_t sessions, uint32_t max_waiting,
+                         bool batch_decoding)
+    : model_(model), batch_decoding_(batch_decoding), options_(options), max_waiting_(max_waiting) {
   if (sessions == 0) throw Error(ErrorCode::kInvalidArgument, "the server needs at least one session (--parallel 1)");
   slots_.resize(sessions);
-  for (Slot& s : slots_) s.session = std::make_unique<Session>(model, options);
+  if (batch_decoding_ && sessions > 1) batcher_ = std::make_shared<DecodeBatcher>(model_->fast(), std::min(sessions, 64u));
+  for (Slot& s : slots_) s.session = NewSession();
+}
+
+std::unique_ptr<Session> SessionPool::NewSession() const {
+  auto session = std::make_unique<Session>(model_, options_);
+  session->SetDecodeBatcher(batcher_);
+  return session;
 }
 
 SessionPool::Lease::~Lease() {
@@ -32,7 +40,7 @@ void SessionPool::Release(size_t slot) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     Slot& s = slots_[slot];
-    if (s.stale) s.session = std::make_unique<Session>(model_, options_), s.key.clear(), s.stale = false;
+    if (s.stale) s.session = NewSession(), s.key.clear(), s.stale = false;
     s.busy = false;
   }
   freed_.notify_all();  // (all: a waiter for another setup may take it as well)
@@ -41,11 +49,16 @@ void SessionPool::Release(size_t slot) {
 void SessionPool::SetModel(std::shared_ptr<const Model> model) {
   std::lock_guard<std::mutex> lock(mu_);
   model_ = std::move(model);
+  if (batcher_) {  // busy sessions finish with the old one (they hold it)
+    const DecodeBatcher::Stats old = batcher_->stats();
+    retired_.steps += old.steps, retired_.batches += old.batches;
+    batcher_ = std::make_shared<DecodeBatcher>(model_->fast(), std::min<uint32_t>(uint32_t(slots_.size()), 64u));
+  }
   for (Slot& s : slots_) {
     if (s.busy) {
       s.stale = true;
     } else {
-      s.session = std::make_unique<Session>(model_, options_);
+      s.session = NewSession();
       s.key.clear();
     }
   }
@@ -61,8 +74,12 @@ void SessionPool::Stop() {
 
 SessionPool::Stats SessionPool::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  Stats st{uint32_t(slots_.size()), 0, waiting_, served_, reused_, queue_full_, timed_out_};
+  Stats st{uint32_t(slots_.size()), 0, waiting_, served_, reused_, queue_full_, timed_out_, retired_.steps, retired_.batches};
   for (const Slot& s : slots_) st.busy += s.busy;
+  if (batcher_) {
+    const DecodeBatcher::Stats b = batcher_->stats();
+    st.decode_steps += b.steps, st.decode_batches += b.batches;
+  }
   return st;
 }
 

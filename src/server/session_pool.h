@@ -22,7 +22,11 @@ class SessionPool {
  public:
   using Clock = std::chrono::steady_clock;
 
-  SessionPool(std::shared_ptr<const Model> model, SessionOptions options, uint32_t sessions, uint32_t max_waiting);
+  // batch_decoding: the sessions' single-token steps that run at the same
+  // time share one pass over the weights (model/decode_batcher.h); answers
+  // are the same either way.
+  SessionPool(std::shared_ptr<const Model> model, SessionOptions options, uint32_t sessions, uint32_t max_waiting,
+              bool batch_decoding = true);
 
   // A session held by one request; back to the pool when destroyed.
   class Lease {
@@ -60,6 +64,7 @@ class SessionPool {
   struct Stats {
     uint32_t sessions, busy, waiting;
     uint64_t served, reused, queue_full, timed_out;
+    uint64_t decode_steps, decode_batches;  // batched decoding: tokens, and the passes that decoded them
   };
   Stats stats() const;
 
@@ -75,9 +80,15 @@ class SessionPool {
   int PickSlot(const std::string& key) const;
   void Release(size_t slot);
 
+  // Under mu_: a session for model_, with the pool's batcher.
+  std::unique_ptr<Session> NewSession() const;
+
   mutable std::mutex mu_;
   std::condition_variable freed_;
   std::shared_ptr<const Model> model_;
+  bool batch_decoding_ = true;
+  std::shared_ptr<DecodeBatcher> batcher_;  // model_'s (nullptr: one session, or batching off)
+  DecodeBatcher::Stats retired_{};          // the steps of batchers of models served before
   SessionOptions options_;
   std::vector<Slot> slots_;
   uint32_t max_waiting_, waiting_ = 0;
