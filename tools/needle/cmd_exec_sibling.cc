@@ -1,7 +1,8 @@
 // Subcommands that live in sibling executables (found next to `needle`):
 // `tokenizer-train` (needle-tokenizer-train: SentencePiece's protobuf collides
-// with libtorch's) and the libtorch commands (needle-train: libtorch costs
-// ~140 MB of resident memory just by being loaded).
+// with libtorch's), the libtorch commands (needle-train: libtorch costs
+// ~140 MB of resident memory just by being loaded) and `serve` (needle-serve:
+// cpp-httplib's OpenSSL costs ~3.4 MB resident in every process).
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,6 +34,9 @@ namespace {
   if (errno == ENOENT && std::strcmp(binary, "needle-train") == 0) {
     throw Error(ErrorCode::kUnsupported, "this build has no trainer (libtorch was not found: run scripts/setup, then rebuild)");
   }
+  if (errno == ENOENT && std::strcmp(binary, "needle-serve") == 0) {
+    throw Error(ErrorCode::kUnsupported, "this build has no HTTP server: install libcpp-httplib-dev (scripts/setup) and rebuild");
+  }
   throw Error(ErrorCode::kIo, "cannot run " + path + ": " + std::strerror(errno));
 }
 
@@ -44,5 +48,6 @@ int ExecFinetune(int argc, char** argv) { ExecSibling("needle-train", "finetune"
 int ExecBuild(int argc, char** argv) { ExecSibling("needle-train", "build", argc, argv); }
 int ExecTrainHeads(int argc, char** argv) { ExecSibling("needle-train", "train-heads", argc, argv); }
 int ExecTrainBench(int argc, char** argv) { ExecSibling("needle-train", "train-bench", argc, argv); }
+int ExecServe(int argc, char** argv) { ExecSibling("needle-serve", nullptr, argc, argv); }
 
 }  // namespace needle::cli

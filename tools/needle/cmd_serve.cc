@@ -71,10 +71,14 @@ int RunServe(int argc, char** argv) {
     if (name.size() > 5 && name.compare(name.size() - 5, 5, ".cact") == 0) name.resize(name.size() - 5);
   }
   o.model_name = name;
-  // Fine-tuning from the playground runs this binary's own commands.
+  // Fine-tuning from the playground runs the needle CLI's commands: `needle`
+  // beside this binary (needle-serve; `needle serve` runs it).
   o.model_path = args.Has("model") ? args.Get("model") : (std::getenv("NEEDLE_MODEL") ? std::getenv("NEEDLE_MODEL") : "");
   char self[4096];
-  if (const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1); n > 0) o.cli_path.assign(self, size_t(n));
+  if (const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1); n > 0) {
+    const std::string path(self, size_t(n));
+    o.cli_path = path.substr(0, path.rfind('/') + 1) + "needle";
+  }
 
 #ifdef __GLIBC__
   // One malloc arena per HTTP thread would let memory spread over up to

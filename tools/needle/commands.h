@@ -21,7 +21,8 @@ int ExecTrainBench(int argc, char** argv);  // runs needle-train
 int RunTokenize(int argc, char** argv);
 int RunRun(int argc, char** argv);
 int RunChat(int argc, char** argv);
-int RunServe(int argc, char** argv);
+int RunServe(int argc, char** argv);   // in needle-serve
+int ExecServe(int argc, char** argv);  // runs needle-serve
 int RunEval(int argc, char** argv);
 int RunTokenizerTrain(int argc, char** argv);   // in needle-tokenizer-train
 int ExecTokenizerTrain(int argc, char** argv);  // runs needle-tokenizer-train

@@ -27,7 +27,7 @@ const Command kCommands[] = {
     {"build", needle::cli::ExecBuild, "merge a LoRA adapter into a base and quantize it to a .cact (libtorch)"},
     {"run", needle::cli::RunRun, "answer one request with a tool call (prints the envelope)"},
     {"chat", needle::cli::RunChat, "interactive multi-turn session (tool results typed or via --exec)"},
-    {"serve", needle::cli::RunServe, "OpenAI-compatible HTTP server: chat completions with tools, streaming"},
+    {"serve", needle::cli::ExecServe, "OpenAI-compatible HTTP server: chat completions with tools, streaming"},
     {"eval", needle::cli::RunEval, "score a model on JSONL examples through the agent (exact calls, refusals, ...)"},
     {"tokenize", needle::cli::RunTokenize, "encode text with an archive's tokenizer (ids or pieces)"},
     {"tokenizer-train", needle::cli::ExecTokenizerTrain, "train the SentencePiece BPE tokenizer (SPEC §7)"},
