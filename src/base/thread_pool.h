@@ -34,17 +34,20 @@ class ThreadPool {
 
   uint32_t threads_;
   std::vector<std::thread> workers_;
+  // The atomics each thread polls or bumps live on their own cache lines: a
+  // worker spinning on generation_ does not pull the line the claims bump
+  // (next_) or the one finished workers count down (pending_).
   // 32-bit atomics: the futex width, so wait/notify need no proxy.
-  std::atomic<uint32_t> generation_{0};
-  std::atomic<uint32_t> pending_{0};
+  alignas(64) std::atomic<uint32_t> generation_{0};
   std::atomic<uint32_t> sleeping_workers_{0};  // workers in (or about to enter) generation_.wait
-  std::atomic<bool> caller_sleeping_{false};   // the caller in (or about to enter) pending_.wait
   std::atomic<bool> stop_{false};
   // The job of the current generation (written before generation_ is bumped).
   RangeFn fn_ = nullptr;
   void* ctx_ = nullptr;
   uint32_t n_ = 0, grain_ = 1;
-  std::atomic<uint32_t> next_{0};  // start of the next unclaimed range
+  alignas(64) std::atomic<uint32_t> next_{0};  // start of the next unclaimed range
+  alignas(64) std::atomic<uint32_t> pending_{0};
+  std::atomic<bool> caller_sleeping_{false};  // the caller in (or about to enter) pending_.wait
 };
 
 }  // namespace needle
