@@ -394,12 +394,14 @@ void FastModel::ForwardChunk(DecoderState::Scratch& s, const ChunkTokens& ct, co
       float* hr = &s.hres[size_t(p) * n * n];
       for (uint32_t k = 0; k < n * n; ++k) hr[k] = a_res_[li] * s.proj_res[size_t(p) * n * n + k] + b_res_[li * n * n + k];
       SinkhornFast(hr, n);
+      // u = sum_j hpre[j] * lane j, lane by lane (the loops vectorize over i;
+      // each u[i] sums its lanes in order j = 0, 1, ..., as the reference).
       float* u = &s.u[size_t(p) * d];
       const float* X = &s.X[size_t(p) * n * d];
-      for (uint32_t i = 0; i < d; ++i) {
-        float acc = 0.0f;
-        for (uint32_t j = 0; j < n; ++j) acc += s.hpre[p * n + j] * X[j * d + i];
-        u[i] = acc;
+      const float* hp = &s.hpre[p * n];
+      for (uint32_t i = 0; i < d; ++i) u[i] = hp[0] * X[i];
+      for (uint32_t j = 1; j < n; ++j) {
+        for (uint32_t i = 0; i < d; ++i) u[i] += hp[j] * X[j * d + i];
       }
       std::memcpy(&s.xin[size_t(p) * d], u, d * sizeof(float));
       if (site < 0) norm_in(p);  // no engram here: the attention input is ready
@@ -541,11 +543,11 @@ void FastModel::ForwardChunk(DecoderState::Scratch& s, const ChunkTokens& ct, co
       if (!owner.num_pools_) continue;
       const float* X = &s.X[size_t(p) * n * d];
       float* mean = s.mean.data();
-      for (uint32_t i = 0; i < d; ++i) {
-        float acc = 0.0f;
-        for (uint32_t j = 0; j < n; ++j) acc += X[j * d + i];
-        mean[i] = acc / static_cast<float>(n);
+      std::memcpy(mean, X, d * sizeof(float));  // lanes summed in order, vectorized over i
+      for (uint32_t j = 1; j < n; ++j) {
+        for (uint32_t i = 0; i < d; ++i) mean[i] += X[j * d + i];
       }
+      for (uint32_t i = 0; i < d; ++i) mean[i] /= static_cast<float>(n);
       for (uint32_t h = 0; h < owner.num_pools_; ++h) owner.pools_[h]->Add(mean);
     }
   }

@@ -114,6 +114,23 @@ bool Sinkhorn4Simd(float* m, int iterations) {
     const auto by4 = hn::IndicesFromVec(dw, hn::Load(di, rot4));
     const auto by8 = hn::IndicesFromVec(dw, hn::Load(di, rot8));
     auto v = hn::LoadU(dw, m);
+    // Linear domain when no entry is below e^-40 of the largest (the usual
+    // case): the same iteration as dividing by row and column sums, so exp
+    // once and no log; far-apart logits keep the log domain (no underflow).
+    const auto gmax = hn::MaxOfLanes(dw, v);
+    if (hn::GetLane(hn::Sub(gmax, hn::MinOfLanes(dw, v))) < 40.0f) {
+      auto p = hn::Exp(dw, hn::Sub(v, gmax));
+      for (int it = 0; it < iterations; ++it) {
+        auto rs = hn::Add(p, hn::Shuffle2301(p));
+        rs = hn::Add(rs, hn::Shuffle1032(rs));
+        p = hn::Div(p, rs);
+        auto cs = hn::Add(p, hn::TableLookupLanes(p, by4));
+        cs = hn::Add(cs, hn::TableLookupLanes(cs, by8));
+        p = hn::Div(p, cs);
+      }
+      hn::StoreU(p, dw, m);
+      return true;
+    }
     for (int it = 0; it < iterations; ++it) {
       auto mx = hn::Max(v, hn::Shuffle2301(v));
       mx = hn::Max(mx, hn::Shuffle1032(mx));
