@@ -10,49 +10,6 @@
 
 namespace needle {
 
-namespace {
-// max |x| over n floats as the bit pattern of a non-negative float: the bits
-// of non-negative floats order like unsigned integers, and an integer max
-// reduction vectorizes where std::max over floats does not (NaN rules).
-float MaxAbs(const float* x, uint32_t n) {
-  uint32_t m = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    uint32_t b;
-    std::memcpy(&b, x + i, 4);
-    b &= 0x7fffffffu;
-    m = b > m ? b : m;
-  }
-  float mx;
-  std::memcpy(&mx, &m, 4);
-  return mx;
-}
-
-// The int8 scale of one group of n values (1 for an all-zero group).
-float KvGroupScale(const float* x, uint32_t n) {
-  const float mx = MaxAbs(x, n);
-  return mx > 0.0f ? mx / 127.0f : 1.0f;
-}
-}  // namespace
-
-void QuantizeKvRow(const float* x, uint32_t n, int8_t* q, float* scales) {
-  for (uint32_t g = 0; g * kKvGroup < n; ++g) {
-    const uint32_t b = g * kKvGroup, e = std::min(n, b + kKvGroup);
-    const float scale = KvGroupScale(x + b, e - b);
-    const float inv = 1.0f / scale;
-    scales[g] = scale;
-    for (uint32_t i = b; i < e; ++i) q[i] = static_cast<int8_t>(static_cast<int32_t>(RoundHalfEven(x[i] * inv)));
-  }
-}
-
-void SnapToKvGrid(float* x, uint32_t n) {
-  for (uint32_t b = 0; b < n; b += kKvGroup) {
-    const uint32_t e = std::min(n, b + kKvGroup);
-    const float scale = KvGroupScale(x + b, e - b);
-    const float inv = 1.0f / scale;
-    for (uint32_t i = b; i < e; ++i) x[i] = RoundHalfEven(x[i] * inv) * scale;
-  }
-}
-
 WindowSinkCache::WindowSinkCache(const CacheGeometry& g) : g_(g) {
   if (g.window == 0) throw Error(ErrorCode::kInvalidArgument, "kv cache: window must be positive");
   if (g.layers == 0 || g.kv_heads == 0 || g.head_dim == 0) throw Error(ErrorCode::kInvalidArgument, "kv cache: empty geometry");

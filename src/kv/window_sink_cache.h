@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kv/kv_quant.h"  // QuantizeKvRow, SnapToKvGrid
+
 namespace needle {
 
 struct CacheGeometry {
@@ -156,11 +158,5 @@ class WindowSinkCache {
   std::vector<int32_t> token_ring_at_sinks_;
   std::vector<float> engram_ring_at_sinks_;
 };
-
-// Int8 quantization of n values with one scale per 32 (the last group may be shorter).
-void QuantizeKvRow(const float* x, uint32_t n, int8_t* q, float* scales);
-// x replaced by the values its QuantizeKvRow form stands for (q * scale): the
-// attention queries go through this, so the kernels may score them as int8.
-void SnapToKvGrid(float* x, uint32_t n);
 
 }  // namespace needle
