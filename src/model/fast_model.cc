@@ -23,6 +23,10 @@ QMatrix MakeQMatrix(const CactArchive& a, uint32_t index) {
   return m;
 }
 
+// Below this many multiply-adds a product runs on the calling thread: waking
+// the pool costs more than splitting saves (decode's mHC products, 24 rows).
+constexpr uint64_t kMinParallelMacs = 96 * 1024;
+
 // One batched matrix product split across the pool by rows.
 struct MatMulJob {
   const QMatrix* m;
@@ -306,7 +310,7 @@ void FastModel::ForwardChunk(DecoderState::Scratch& s, const ChunkTokens& ct, co
     }
     requantize(mat.in(), mat.field_bits());
     MatMulJob job{&mat, row_offset, s.acts.data(), T, y, stride};
-    if (pool) {
+    if (pool && uint64_t{rows} * mat.in() * T >= kMinParallelMacs) {
       pool->ParallelFor(rows, RunMatMulRange, &job, 4);
     } else {
       RunMatMulRange(&job, 0, rows);
@@ -327,7 +331,7 @@ void FastModel::ForwardChunk(DecoderState::Scratch& s, const ChunkTokens& ct, co
     for (const MatMulSegment& sg : segs) job.seg[job.num_segments++] = sg, total += sg.rows;
     job.xs = s.acts.data();
     job.batch = T;
-    if (pool) {
+    if (pool && uint64_t{total} * segs.begin()->m->in() * T >= kMinParallelMacs) {
       pool->ParallelFor(total, RunMultiMatMulRange, &job, 4);
     } else {
       RunMultiMatMulRange(&job, 0, total);
