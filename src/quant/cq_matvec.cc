@@ -176,11 +176,14 @@ NEEDLE_VNNI512 HWY_INLINE void DecodeGroup3Vbmi(const uint8_t* codes, uint8_t* i
   const __m512i perm = _mm512_load_si512(kPerm);
   const __m512i shifts = _mm512_set1_epi64(0x1512'0F0C'0906'0300ll);
   const __m512i seven = _mm512_set1_epi8(7);
-  for (int half = 0; half < 2; ++half) {
-    const __m512i src = _mm512_maskz_loadu_epi8(0xFFFFFFull, codes + 24 * half);  // 24 bytes, nothing past them
-    const __m512i fields = _mm512_multishift_epi64_epi8(shifts, _mm512_permutexvar_epi8(perm, src));
-    _mm512_store_si512(idx + 64 * half, _mm512_and_si512(fields, seven));
-  }
+  // Bytes 0-23 from a load of bytes 0-31, bytes 24-47 from one of bytes 16-47
+  // (index + 8): plain loads inside the 48-byte group (a masked load of 24
+  // bytes was half of the 3-bit decode's time on Zen 4).
+  const __m512i lo = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes)));
+  const __m512i hi = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 16)));
+  const __m512i perm_hi = _mm512_add_epi8(perm, _mm512_set1_epi8(8));
+  _mm512_store_si512(idx, _mm512_and_si512(_mm512_multishift_epi64_epi8(shifts, _mm512_permutexvar_epi8(perm, lo)), seven));
+  _mm512_store_si512(idx + 64, _mm512_and_si512(_mm512_multishift_epi64_epi8(shifts, _mm512_permutexvar_epi8(perm_hi, hi)), seven));
 }
 
 // Byte products (vpdpbusd: 64 multiply-adds per instruction, twice the int16
