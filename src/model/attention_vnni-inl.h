@@ -139,7 +139,13 @@ NEEDLE_VNNI512 bool AttendGroupVnni(const AttentionGroupArgs& a, uint32_t total)
                                      score[h]);
         }
       }
-      for (uint32_t h = 0; h < H; ++h) _mm512_mask_storeu_ps(sc + size_t(h) * total + j, valid, score[h]);
+      for (uint32_t h = 0; h < H; ++h) {
+        if (n == 16) {
+          _mm512_storeu_ps(sc + size_t(h) * total + j, score[h]);
+        } else {
+          _mm512_mask_storeu_ps(sc + size_t(h) * total + j, valid, score[h]);
+        }
+      }
       j -= 16 - n;  // the next run's keys follow this run's last
     }
   }
@@ -189,8 +195,14 @@ NEEDLE_VNNI512 bool AttendGroupVnni(const AttentionGroupArgs& a, uint32_t total)
     for (uint32_t h = 0; h < H; ++h) {
       const float* p = sc + size_t(h) * total;
       for (uint32_t i = 0; i < total; i += 16) {
-        const __mmask16 m = static_cast<__mmask16>(total - i >= 16 ? 0xFFFF : (1u << (total - i)) - 1);
-        const __m512 w = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + i), _mm512_maskz_loadu_ps(m, vsf[g] + i)), vscale);
+        __m512 pv, vv;
+        if (total - i >= 16) {
+          pv = _mm512_loadu_ps(p + i), vv = _mm512_loadu_ps(vsf[g] + i);
+        } else {
+          const __mmask16 m = static_cast<__mmask16>((1u << (total - i)) - 1);
+          pv = _mm512_maskz_loadu_ps(m, p + i), vv = _mm512_maskz_loadu_ps(m, vsf[g] + i);
+        }
+        const __m512 w = _mm512_mul_ps(_mm512_mul_ps(pv, vv), vscale);
         const __m512i W = _mm512_cvtps_epi32(w);
         const __m512i hi = _mm512_srai_epi32(_mm512_add_epi32(W, half), 15);
         const __m512i lo = _mm512_sub_epi32(W, _mm512_slli_epi32(hi, 15));
