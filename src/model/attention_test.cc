@@ -185,6 +185,72 @@ TEST(AttendBlock, SimdEqualsReference) {
   EXPECT_GT(checked, 0u);  // x86 and Arm always have a target with the kernel
 }
 
+// Long blocks (the online softmax over many key blocks): a full needle2 window
+// and longer, with extreme values (-128) and flat scores, peaked scores, and V
+// scales spread over 300x.
+TEST(AttendBlock, LongBlocksEqualReference) {
+  uint32_t checked = 0;
+  for (uint32_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (uint32_t hd : {64u, 128u}) {
+      for (uint32_t total : {252u + 256u, 1008u, 1200u}) {
+        for (int kind = 0; kind < 4; ++kind) {  // random, extreme with flat scores, peaked, spread scales
+          SplitMix64 rng(hd * 31 + total + kind);
+          const uint32_t heads = 2, tokens = 8, kv_heads = 2, groups = hd / 32, slots = total + 8;
+          const uint32_t row = kv_heads * hd, srow = kv_heads * groups, sinks = total / 2;
+          std::vector<int8_t> k(slots * row), v(slots * row);
+          std::vector<float> ks(slots * srow), vs(slots * srow), qw(tokens * heads * hd), qs(tokens * heads * hd);
+          for (auto& x : k) x = kind == 1 ? int8_t(0) : static_cast<int8_t>(int(rng.Next() % 255) - 127);
+          for (auto& x : v) x = kind == 1 ? int8_t(rng.Next() % 2 ? -128 : 127) : static_cast<int8_t>(int(rng.Next() % 255) - 127);
+          for (auto& x : ks) x = static_cast<float>(0.01 + rng.Uniform() * (kind == 2 ? 0.2 : 0.02));
+          for (auto& x : vs) x = static_cast<float>(kind == 3 ? 0.0001 + rng.Uniform() * 0.03 : 0.01 + rng.Uniform() * 0.02);
+          for (auto& x : qw) x = static_cast<float>(rng.Normal() * (kind == 2 ? 4.0 : 1.0));
+          for (auto& x : qs) x = static_cast<float>(rng.Normal());
+          SnapToHeads(qw, hd);
+          SnapToHeads(qs, hd);
+          const uint32_t g = 1, window = total - sinks;
+          auto run = [&](uint32_t first, uint32_t count) {
+            return KvRun{&k[first * row + g * hd], &ks[first * srow + g * groups], &v[first * row + g * hd],
+                         &vs[first * srow + g * groups], count, false};
+          };
+          KvRun sink_runs[1] = {run(0, sinks)};
+          KvRun window_runs[2] = {run(sinks + 30, window - 30), run(sinks, 30)};  // a wrapped ring
+          std::vector<uint32_t> begin(tokens), end(tokens);
+          for (uint32_t t = 0; t < tokens; ++t) end[t] = window - tokens + t + 1, begin[t] = t;  // sliding
+          AttentionBlockArgs a{};
+          a.q_window = qw.data();
+          a.q_sink = qs.data();
+          a.q_stride = heads * hd;
+          a.tokens = tokens;
+          a.heads = heads;
+          a.head_dim = hd;
+          a.row_stride = row;
+          a.scale_stride = srow;
+          a.sink_runs = sink_runs;
+          a.num_sink_runs = 1;
+          a.window_runs = window_runs;
+          a.num_window_runs = 2;
+          a.window_begin = begin.data();
+          a.window_end = end.data();
+          a.out_stride = heads * hd;
+          std::vector<float> out1(tokens * heads * hd), out2(tokens * heads * hd, 7.0f), scores(heads * total);
+          a.out = out1.data();
+          AttendBlockReference(a, scores.data());
+          a.out = out2.data();
+          if (!AttendBlock(a)) continue;
+          ++checked;
+          for (size_t i = 0; i < out1.size(); ++i) {
+            ASSERT_NEAR(out1[i], out2[i], 1e-4f * (1.0f + std::fabs(out1[i])))
+                << hwy::TargetName(target) << " hd " << hd << " total " << total << " kind " << kind << " i " << i;
+          }
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  EXPECT_GT(checked, 0u);
+}
+
 TEST(AttendBlock, RefusesWhatItCannotDo) {
   std::vector<float> q(16 * 256), out(16 * 256);
   uint32_t b = 0, e = 1;
