@@ -20,6 +20,9 @@ std::string Escape(const std::string& s) {
   return out;
 }
 
+// Marks the plural noun a template says after a count (see Build::Pieces).
+constexpr char kCountNoun = '\x03';
+
 // A date's "on " reads wrong after "for", "by", "due", ":" and the like.
 bool LeadFits(const std::vector<Piece>& before) {
   std::string prev;
@@ -100,6 +103,20 @@ std::vector<Piece> Build::Pieces(const Request& rq) const {
     if (!it->second.lead.empty() && LeadFits(out)) out.push_back({it->second.lead, false});
     out.push_back({it->second.surface, true});
   }
+  // kCountNoun marks a plural the template put after a count ("for {n}
+  // \x03passengers"): singular after one ("for 1 passenger").
+  for (size_t i = 0; i < out.size(); ++i) {
+    const size_t at = out[i].text.find(kCountNoun);
+    if (at == std::string::npos) continue;
+    std::string& t = out[i].text;
+    const std::string count = i > 0 ? Lower(Trim(out[i - 1].text)) : "";
+    const size_t end = t.find_first_of(" ,.!?", at + 1);
+    std::string noun = t.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+    if ((count == "1" || count == "one") && noun.size() > 3 && noun.back() == 's') {
+      noun = EndsWith(noun, "ies") ? noun.substr(0, noun.size() - 3) + "y" : noun.substr(0, noun.size() - 1);
+    }
+    t = t.substr(0, at) + noun + (end == std::string::npos ? "" : t.substr(end));
+  }
   return out;
 }
 
@@ -179,6 +196,14 @@ std::string Build::Assemble(std::vector<Piece> body, const Style& st, bool comma
 
 // ---- generic phrasing (invented and user tools) -----------------------------------------------
 // A generic phrasing for tool T: an action phrase plus "with <param> <value>" parts.
+// A date-time binding's two slots said together ("tomorrow at 3pm", "on May
+// 3 at 9:30"); any other binding's `single`. The date brings its own "on ";
+// the time comes second ("at 8 April 15" would read as one number).
+std::string Build::DateTimeOr(const ParamBinding& b, const std::string& single) const {
+  if (b.slot2.empty()) return single;
+  return "{" + b.slot + "} at {" + b.slot2 + "}";
+}
+
 Template Build::GenericTemplate(const ToolSpec& T, const std::vector<std::string>& actions, bool use_synonyms) {
   const std::vector<std::string> leads = Words("generic_leads"), forms = Words("generic_arg_forms");
   const std::string lead = leads.empty() ? "" : rng.Pick(leads);
@@ -186,7 +211,7 @@ Template Build::GenericTemplate(const ToolSpec& T, const std::vector<std::string
   int k = 0;
   std::vector<const ParamBinding*> ps;
   for (const ParamBinding& b : T.params)
-    if (!b.slot.empty() && b.slot2.empty() && (b.required || rng.Chance(0.5))) ps.push_back(&b);
+    if (!b.slot.empty() && (b.required || rng.Chance(0.5))) ps.push_back(&b);
   rng.Shuffle(ps);
   const std::vector<std::string> object_words = SplitWords(Lower(T.cap->objects[0]));
   for (const ParamBinding* b : ps) {
@@ -206,7 +231,7 @@ Template Build::GenericTemplate(const ToolSpec& T, const std::vector<std::string
     std::string part;
     for (size_t i = 0; i < f.size(); ++i) {
       if (f.compare(i, 6, "{name}") == 0) part += Escape(pname), i += 5;
-      else if (f.compare(i, 7, "{value}") == 0) part += "{" + b->slot + "}", i += 6;
+      else if (f.compare(i, 7, "{value}") == 0) part += DateTimeOr(*b, "{" + b->slot + "}"), i += 6;
       else part += Escape(std::string(1, f[i]));
     }
     text += (k == 0 ? " " : (k + 1 == static_cast<int>(ps.size()) && rng.Chance(0.6) ? " and " : ", ")) + part;
@@ -232,7 +257,14 @@ Template Build::UserTemplate(const ToolSpec& T) {
   if (c.does.empty() || rng.Chance(0.33)) return GenericTemplate(T, UserActions(c, T), false);
   std::vector<const ParamBinding*> ps;
   for (const ParamBinding& b : T.params)
-    if (!b.slot.empty() && b.slot2.empty() && (b.required || rng.Chance(0.5))) ps.push_back(&b);
+    if (!b.slot.empty() && (b.required || rng.Chance(0.5))) ps.push_back(&b);
+  // A date or time is said bare ("tomorrow at 3pm") only when it is the one
+  // moment of the request; two (a start and an end) are said with their names.
+  size_t moments = 0;
+  for (const ParamBinding* b : ps) {
+    const SlotDef* d = c.Slot(b->slot);
+    moments += d && (d->kind == SlotKind::kDate || d->kind == SlotKind::kTime);
+  }
   // The noun a parameter is named after ("restaurant", "city"), when no other
   // chosen parameter shares it: where the description says "a restaurant",
   // the request says the value.
@@ -250,14 +282,17 @@ Template Build::UserTemplate(const ToolSpec& T) {
     for (const char* article : {" a ", " an ", " the ", " one ", " some "}) {
       const std::string want = std::string(article) + n + " ";
       const size_t at = action.find(want);
-      if (n.size() > 2 && same == 1 && at != std::string::npos) {
+      if (n.size() > 2 && same == 1 && at != std::string::npos && b->slot2.empty()) {
         // "an amount of money" is said as the amount itself.
         size_t end = at + want.size();
         if (action.compare(end, 3, "of ") == 0) {
           const size_t word_end = action.find(' ', end + 3);
           if (word_end != std::string::npos) end = word_end + 1;
         }
-        action = action.substr(0, at) + " \x01" + b->slot + "\x02 " + action.substr(end);
+        // "on a date": the date brings its own "on" ("on May 3", "tomorrow").
+        const SlotDef* sd = c.Slot(b->slot);
+        const size_t cut = sd && sd->kind == SlotKind::kDate && at >= 3 && action.compare(at - 3, 3, " on") == 0 ? at - 3 : at;
+        action = action.substr(0, cut) + " \x01" + b->slot + "\x02 " + action.substr(end);
         placed = true;
         break;
       }
@@ -298,15 +333,20 @@ Template Build::UserTemplate(const ToolSpec& T) {
                                            T.schema["parameters"]["properties"].contains(b->name)
                                        ? T.schema["parameters"]["properties"][b->name].value("description", "")
                                        : "");
-    const std::string v = "\x01" + b->slot + "\x02";
+    const std::string v = DateTimeOr(*b, "{" + b->slot + "}");
+    const bool moment = d && (d->kind == SlotKind::kDate || d->kind == SlotKind::kTime);
     std::string part;
     if (first == "from" || first == "source" || first == "origin") part = "from " + v;
     else if (first == "to" || first == "target" || first == "destination") part = "to " + v;
-    else if (d && d->kind == SlotKind::kTime) part = rng.Pick(std::vector<std::string>{"at " + v, "for " + v});
-    else if (d && d->kind == SlotKind::kDate) part = rng.Pick(std::vector<std::string>{"on " + v, "for " + v});
+    else if (moment && moments == 1 && !b->slot2.empty()) part = v;
+    else if (moment && moments == 1 && d->kind == SlotKind::kTime) part = rng.Pick(std::vector<std::string>{"at " + v, "for " + v});
+    else if (moment && moments == 1) part = rng.Pick(std::vector<std::string>{v, v, "for " + v});  // the date's own "on "
+    else if (moment && (first == "start" || first == "begin" || first == "end" || first == "due" || first == "until"))
+      part = rng.Pick(std::vector<std::string>{first == "start" || first == "begin" ? "starting " : first == "end" ? "ending " : first + " ",
+                                               HumanizeName(b->name) + " "}) + v;
     else if (d && d->kind == SlotKind::kText && d->pool == "city") part = rng.Pick(std::vector<std::string>{"in " + v, "for " + v});
     else if (d && (d->kind == SlotKind::kInt || d->kind == SlotKind::kNumber) && StartsWith(desc, "number of "))
-      part = rng.Pick(std::vector<std::string>{"for ", ""}) + v + " " + desc.substr(10, desc.find_first_of(".,(", 10) - 10);
+      part = rng.Pick(std::vector<std::string>{"for ", ""}) + v + " " + kCountNoun + desc.substr(10, desc.find_first_of(".,(", 10) - 10);
     else if (d && d->kind == SlotKind::kEnum && (first == "unit" || first == "units")) part = "in " + v;
     else {
       std::string f = forms.empty() ? "with {name} {value}" : rng.Pick(forms);
@@ -318,6 +358,12 @@ Template Build::UserTemplate(const ToolSpec& T) {
       part = f;
     }
     parts.push_back(part);
+  }
+  for (std::string& part : parts) {  // the "{slot}" of DateTimeOr as the marked slots of this template
+    for (size_t i = 0; (i = part.find('{', i)) != std::string::npos;) {
+      const size_t close = part.find('}', i);
+      part = part.substr(0, i) + "\x01" + part.substr(i + 1, close - i - 1) + "\x02" + part.substr(close + 1);
+    }
   }
   std::string text = TidySpaces(action);
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -342,6 +388,15 @@ Template Build::UserTemplate(const ToolSpec& T) {
 std::vector<std::string> Build::UserActions(const Capability& c, const ToolSpec& T) const {
   std::vector<std::string> out;
   out.push_back(HumanizeName(T.name()));
+  // Not when the description names a parameter by a stand-in ("search for
+  // flights on a date"): the "name value" forms would say it twice.
+  const std::string does = " " + Lower(c.does) + " ";
+  for (const ParamBinding& b : T.params) {
+    const std::vector<std::string> w = SplitIdentifier(b.name);
+    if (w.empty() || b.slot.empty()) continue;
+    for (const char* article : {" a ", " an ", " one ", " some "})
+      if (does.find(article + Lower(w.back()) + " ") != std::string::npos) return out;
+  }
   if (!c.does.empty()) out.push_back(c.does);
   return out;
 }

@@ -3,6 +3,8 @@
 // schemas (--tools).
 #include <algorithm>
 #include <cctype>
+#include <set>
+#include <tuple>
 
 #include "base/error.h"               // Error
 #include "data/generator_internal.h"  // Build
@@ -204,6 +206,51 @@ std::string Imperative(const std::string& description) {
   return out;
 }
 
+// Whether `w` occurs in `text` as a whole word.
+bool WholeWord(const std::string& text, const std::string& w) {
+  for (size_t at = text.find(w); at != std::string::npos; at = text.find(w, at + 1)) {
+    const bool left = at == 0 || !std::isalnum(static_cast<unsigned char>(text[at - 1]));
+    const size_t end = at + w.size();
+    const bool right = end >= text.size() || !std::isalnum(static_cast<unsigned char>(text[end]));
+    if (left && right) return true;
+  }
+  return false;
+}
+
+// What moment a string property holds, from its format, name and description:
+// "date-time" ("Start time, ISO 8601", "Date and time of the meeting",
+// "timestamp"), "date" ("YYYY-MM-DD", "departure_date", "Due date"), "time"
+// ("Time in HH:MM", "Start time"), or "" for none.
+std::string MomentKind(const std::string& pname, const ojson& prop) {
+  const std::string format = prop.contains("format") && prop["format"].is_string() ? prop["format"].get<std::string>() : "";
+  if (format == "date-time" || format == "date" || format == "time") return format;
+  const std::string desc = Lower(prop.contains("description") && prop["description"].is_string()
+                                     ? prop["description"].get<std::string>()
+                                     : "");
+  std::vector<std::string> name_words = SplitIdentifier(pname);
+  for (std::string& w : name_words) w = Lower(w);
+  std::set<std::string> desc_words;
+  std::string word;
+  for (char c : desc + " ") {
+    if (std::isalnum(static_cast<unsigned char>(c))) word += c;
+    else if (!word.empty()) desc_words.insert(word), word.clear();
+  }
+  auto named = [&](const char* w) { return std::find(name_words.begin(), name_words.end(), w) != name_words.end(); };
+  auto says = [&](const char* w) { return desc_words.count(w) > 0; };
+  auto has = [&](const char* t) { return desc.find(t) != std::string::npos; };
+  if (has("yyyy-mm-ddthh") || has("date-time") || has("datetime") || has("date and time") || says("timestamp") ||
+      named("timestamp") || named("datetime"))
+    return "date-time";
+  const bool iso = has("iso 8601") || has("iso-8601") || has("iso8601");
+  const bool zone = has("time zone") || has("timezone") || named("zone") || named("tz");
+  const bool date = named("date") || named("day") || says("date") || has("yyyy-mm-dd");
+  const bool time = !zone && (named("time") || has("hh:mm") || says("time"));
+  if (date && time) return "date-time";
+  if (time) return iso ? "date-time" : "time";  // an ISO 8601 "start time" is an instant
+  if (date) return "date";
+  return "";
+}
+
 // Slot for a user's property, from its type, format, enum and name.
 SlotDef UserSlot(const std::string& pname, const ojson& prop, const Catalogue& cat, const std::string& where) {
   SlotDef s;
@@ -240,8 +287,23 @@ SlotDef UserSlot(const std::string& pname, const ojson& prop, const Catalogue& c
     // Counts of people or things ("Number of guests", party_size) are small
     // when the schema gives no bounds; other numbers range wider.
     const bool count = has({"number of", "count", "size", "guests", "people", "persons", "quantity", "seats", "tickets", "rooms"});
-    s.min = prop.contains("minimum") ? prop["minimum"].get<double>() : (prop.contains("exclusiveMinimum") ? prop["exclusiveMinimum"].get<double>() + 1 : 1);
-    s.max = prop.contains("maximum") ? prop["maximum"].get<double>() : (prop.contains("exclusiveMaximum") ? prop["exclusiveMaximum"].get<double>() - 1 : s.min + (count ? 11 : 99));
+    // Without bounds, the everyday range of what the description measures
+    // (a room in Celsius, a percentage, a rating); else 1-100, or 1-12 for counts.
+    static const std::vector<std::tuple<std::vector<const char*>, double, double>> kRanges = {
+        {{"celsius", "\u00b0c"}, 10, 30},     {{"fahrenheit", "\u00b0f"}, 50, 86}, {{"percent", "percentage", "%"}, 0, 100},
+        {{"latitude"}, -90, 90},             {{"longitude"}, -180, 180},       {{"rating", "stars"}, 1, 5},
+        {{"year"}, 1950, 2030},              {{"age"}, 1, 99},                 {{"kelvin"}, 2700, 6500}};
+    double lo = 1, hi = count ? 12 : 100;
+    for (const auto& [cues, a, b] : kRanges) {
+      bool hit = false;
+      for (const char* w : cues) hit = hit || (std::string(w).size() <= 2 ? lname.find(w) != std::string::npos : WholeWord(lname, w));
+      if (hit) {
+        lo = a, hi = b;
+        break;
+      }
+    }
+    s.min = prop.contains("minimum") ? prop["minimum"].get<double>() : (prop.contains("exclusiveMinimum") ? prop["exclusiveMinimum"].get<double>() + 1 : lo);
+    s.max = prop.contains("maximum") ? prop["maximum"].get<double>() : (prop.contains("exclusiveMaximum") ? prop["exclusiveMaximum"].get<double>() - 1 : std::max(s.min + 1, s.min + (hi - lo)));
     s.has_range = true;
     s.decimals = type == "number" ? 1 : 0;
     s.forms = {"{n}", "{n}", "{w}"};
@@ -258,11 +320,12 @@ SlotDef UserSlot(const std::string& pname, const ojson& prop, const Catalogue& c
   }
   if (type != "string") throw Error(ErrorCode::kInvalidArgument, where + ": type '" + type + "' is not supported");
   // Dates and times by format, else by what the name or description says
-  // ("Time in HH:MM", "departure_date", "YYYY-MM-DD").
+  // (date-times are two slots: OwnTool).
+  const std::string moment = MomentKind(pname, prop);
+  if (moment == "date") return s.kind = SlotKind::kDate, s;
+  if (moment == "time") return s.kind = SlotKind::kTime, s;
   const std::vector<std::string> name_words = SplitIdentifier(pname);
   auto named = [&](const char* w) { return std::find(name_words.begin(), name_words.end(), w) != name_words.end(); };
-  if (format == "date" || has({"yyyy-mm-dd"}) || named("date") || named("day")) return s.kind = SlotKind::kDate, s;
-  if (format == "time" || has({"hh:mm"}) || named("time")) return s.kind = SlotKind::kTime, s;
   s.kind = SlotKind::kText;
   // An entity id such as light.kitchen: the description's example ("e.g. light.kitchen")
   // names the entity's domain, whose pool spells ids the same way.
@@ -359,13 +422,33 @@ ToolSpec Generator::OwnTool(const ojson& t, const std::string& where, const std:
       for (const auto& [pname, prop] : params["properties"].items()) {
         const std::string pw = where + " '" + name + "' property '" + pname + "'";
         const std::string type = prop.contains("type") && prop["type"].is_string() ? prop["type"].get<std::string>() : "string";
-        // Nested objects, arrays of enum values and date-times (a date and a time
-        // said together) have no phrasing here: declared, never filled.
+        // Nested objects and arrays of enum values have no phrasing here:
+        // declared, never filled.
         const bool nested = type == "object" || (type == "array" && prop.contains("items") &&
                                                  (prop["items"].value("type", "string") != "string" || prop["items"].contains("enum")));
-        if (nested || prop.value("format", "") == "date-time") {
+        if (!nested && type == "string" && !prop.contains("enum") && MomentKind(pname, prop) == "date-time") {
+          // A date-time is a date slot and a time slot said together ("tomorrow at 3pm").
+          SlotDef day, clock;
+          day.id = "p" + std::to_string(c.slots.size());
+          day.kind = SlotKind::kDate;
+          clock.id = "p" + std::to_string(c.slots.size() + 1);
+          clock.kind = SlotKind::kTime;
+          day.names = clock.names = {pname};
+          day.required = clock.required = req.count(pname) > 0;
+          c.slots.push_back(day);
+          c.slots.push_back(clock);
+          ParamBinding b;
+          b.name = pname;
+          b.slot = day.id;
+          b.slot2 = clock.id;
+          b.rep = Rep::kDateTime;
+          b.required = day.required;
+          spec.params.push_back(b);
+          continue;
+        }
+        if (nested) {
           if (req.count(pname))
-            throw Error(ErrorCode::kInvalidArgument, pw + ": required nested objects, enum arrays and date-times are not supported");
+            throw Error(ErrorCode::kInvalidArgument, pw + ": required nested objects and enum arrays are not supported");
           ParamBinding b;
           b.name = pname;
           spec.params.push_back(b);  // never filled

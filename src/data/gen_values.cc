@@ -56,6 +56,20 @@ bool Build::RenderRequest(const Capability& cap, const ToolSpec& T, const Templa
         out.values[s] = DrawValue(*d, T.ForSlot(s), ctx, rng);
       }
     }
+    // Two slots of one pool say different values: "from LGW to LGW" tells
+    // neither parameter from the other.
+    for (auto it = out.values.begin(); it != out.values.end(); ++it) {
+      const SlotDef* d = cap.Slot(it->first);
+      if (!d || d->kind != SlotKind::kText || d->pool.empty() || !d->pair.empty() || it->second.assigned) continue;
+      auto clashes = [&] {
+        for (auto jt = out.values.begin(); jt != it; ++jt) {
+          const SlotDef* e = cap.Slot(jt->first);
+          if (e && e->pool == d->pool && Lower(jt->second.surface) == Lower(it->second.surface)) return true;
+        }
+        return false;
+      };
+      for (int tries = 0; tries < 8 && clashes(); ++tries) it->second = DrawValue(*d, T.ForSlot(it->first), ctx, rng);
+    }
     // Paired slots (from/to units, currencies, languages) share one pool item "a|b".
     std::map<std::string, std::vector<std::string>> pairs;
     for (auto& [id, v] : out.values) {

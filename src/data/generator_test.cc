@@ -349,6 +349,69 @@ TEST(UserTools, RequestsReadLikePeopleAndValuesFollowTheDescriptions) {
   EXPECT_GE(described, booked / 3) << "requests phrased from the description";
 }
 
+// Moments and ranges a person would give (issue J, item 1e): date-times said
+// as "tomorrow at 3pm" and written YYYY-MM-DDTHH:MM:00 (required ones too),
+// ISO 8601 "start times" taken as date-times, times by their description,
+// a Celsius setting in a room's range, two airports that differ, and "1
+// passenger" rather than "1 passengers".
+TEST(UserTools, MomentsRangesAndDistinctValuesFollowTheDescriptions) {
+  const ojson tools = ojson::parse(R"([
+    {"name": "create_event", "description": "Create a calendar event", "parameters": {"type": "object", "properties": {
+        "title": {"type": "string"}, "start": {"type": "string", "format": "date-time"},
+        "end": {"type": "string", "description": "End time, ISO 8601"}}, "required": ["title", "start"]}},
+    {"name": "set_alarm", "description": "Set an alarm", "parameters": {"type": "object", "properties": {
+        "wake": {"type": "string", "description": "Wake-up time"}}, "required": ["wake"]}},
+    {"name": "set_thermostat", "description": "Set a room's thermostat", "parameters": {"type": "object", "properties": {
+        "temperature": {"type": "number", "description": "Target temperature in degrees Celsius"}}, "required": ["temperature"]}},
+    {"name": "search_flights", "description": "Search for flights on a date", "parameters": {"type": "object", "properties": {
+        "origin": {"type": "string", "description": "IATA airport code"}, "destination": {"type": "string", "description": "IATA airport code"},
+        "date": {"type": "string", "description": "YYYY-MM-DD"}, "passengers": {"type": "integer", "description": "Number of passengers"}},
+        "required": ["origin", "destination", "date", "passengers"]}}
+  ])");
+  Generator gen(Cat(), GeneratorOptions{5, Split::kTrain});
+  gen.SetUserTools(tools);
+  auto instant = [](const std::string& v) {
+    static const std::string shape = "dddd-dd-ddTdd:dd:00";
+    if (v.size() != shape.size()) return false;
+    for (size_t i = 0; i < v.size(); ++i)
+      if (shape[i] == 'd' ? !std::isdigit(static_cast<unsigned char>(v[i])) : v[i] != shape[i]) return false;
+    return true;
+  };
+  std::map<std::string, size_t> calls;
+  size_t ends = 0;
+  for (uint64_t i = 0; i < 1200; ++i) {
+    const ojson e = gen.Generate(i).json;
+    ASSERT_TRUE(ValidateCalls(e["answers"], e["tools"]).empty()) << e.dump();
+    ASSERT_TRUE(CheckEvidence(e).empty()) << CheckEvidence(e)[0] << "\n" << e.dump();
+    const std::string q = Lower(e["query"].get<std::string>());
+    EXPECT_EQ((" " + q).find(" 1 passengers"), std::string::npos) << q;
+    EXPECT_EQ(q.find("one passengers"), std::string::npos) << q;
+    EXPECT_EQ(q.find(" on tomorrow"), std::string::npos) << q;
+    for (const auto& c : e["answers"]) {
+      const ojson& a = c["arguments"];
+      const std::string name = c["name"].get<std::string>();
+      ++calls[name];
+      if (name == "create_event") {
+        EXPECT_TRUE(instant(a["start"].get<std::string>())) << a.dump();
+        if (a.contains("end")) {
+          ++ends;
+          EXPECT_TRUE(instant(a["end"].get<std::string>())) << a.dump();
+        }
+      } else if (name == "set_alarm") {
+        const std::string t = a["wake"].get<std::string>();
+        EXPECT_TRUE(t.size() == 5 && t[2] == ':') << t;
+      } else if (name == "set_thermostat") {
+        EXPECT_GE(a["temperature"].get<double>(), 10.0);
+        EXPECT_LE(a["temperature"].get<double>(), 30.0);
+      } else {
+        EXPECT_NE(Lower(a["origin"].get<std::string>()), Lower(a["destination"].get<std::string>())) << q;
+      }
+    }
+  }
+  for (const char* t : {"create_event", "set_alarm", "set_thermostat", "search_flights"}) EXPECT_GE(calls[t], 100u) << t;
+  EXPECT_GE(ends, 20u) << "optional date-times are filled too";
+}
+
 TEST(Stats, ReportNamesTheNumbers) {
   DataStats st;
   for (size_t i = 0; i < 200; ++i) st.Add(Train()[i]);
