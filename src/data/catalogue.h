@@ -61,6 +61,7 @@ struct SlotDef {
   std::string pair;                   // slots with the same pair id take parts of one pool item "a|b"
   int part = 0;                       // which part of the pair item this slot takes
   bool absolute = false;              // kDate: only absolute dates with a year (documents, records)
+  std::string shape;                  // kText: values shaped like this example ("AAPL", "SKU-1234")
 };
 
 // How an argument is written in the answer, derived from the declared schema.

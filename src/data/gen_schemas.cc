@@ -177,9 +177,9 @@ const ToolSpec& Build::InventedTool(Capability& c) {
 // ---- user tools (--tools) ---------------------------------------------------------------------
 namespace {
 
-// Imperative phrase from a description: "Turns on the porch light." -> "turn on the porch light".
-std::string Imperative(const std::string& description) {
-  std::string s = description.substr(0, description.find_first_of(".\n"));
+// Imperative phrase of a sentence ("Turns on the porch light" -> "turn on the
+// porch light"), or "".
+std::string ImperativeOf(const std::string& s) {
   std::vector<std::string> w = SplitWords(s);
   if (w.empty() || w.size() > 12) return "";
   std::string v = Lower(w[0]);
@@ -206,6 +206,17 @@ std::string Imperative(const std::string& description) {
   return out;
 }
 
+// Imperative phrase from a description's first sentence, or from its first
+// clause when the sentence is long or holds formulas ("Calculate the Euclidean
+// norm, sqrt(sum(squares)), of ..." -> "calculate the Euclidean norm").
+std::string Imperative(const std::string& description) {
+  const std::string sentence = description.substr(0, description.find_first_of(".\n"));
+  std::string out = ImperativeOf(sentence);
+  const std::string clause = sentence.substr(0, sentence.find_first_of(",;:("));
+  if (out.empty() && clause.size() < sentence.size() && SplitWords(clause).size() >= 3) out = ImperativeOf(clause);
+  return out;
+}
+
 // Whether `w` occurs in `text` as a whole word.
 bool WholeWord(const std::string& text, const std::string& w) {
   for (size_t at = text.find(w); at != std::string::npos; at = text.find(w, at + 1)) {
@@ -215,6 +226,32 @@ bool WholeWord(const std::string& text, const std::string& w) {
     if (left && right) return true;
   }
   return false;
+}
+
+// The example a description gives of an identifier ("e.g. AAPL", "such as
+// SKU-1234"): a token with a capital, a digit or punctuation, else "" (words
+// such as "e.g. the user's name" are not a shape).
+std::string ExampleShape(const std::string& desc) {
+  for (const char* cue : {"e.g. ", "e.g., ", "eg. ", "for example ", "for example, ", "such as ", "like "}) {
+    const size_t at = desc.find(cue);
+    if (at == std::string::npos) continue;
+    size_t b = at + std::string(cue).size();
+    while (b < desc.size() && (desc[b] == '\'' || desc[b] == '"' || desc[b] == '`')) ++b;
+    size_t e = b;
+    while (e < desc.size() && !std::isspace(static_cast<unsigned char>(desc[e])) && desc[e] != ',' && desc[e] != ')' &&
+           desc[e] != '\'' && desc[e] != '"' && desc[e] != '`' && desc[e] != ';')
+      ++e;
+    std::string token = desc.substr(b, e - b);
+    while (!token.empty() && (token.back() == '.' || token.back() == ':')) token.pop_back();
+    bool alnum = false, marked = false;
+    for (char c : token) {
+      alnum = alnum || std::isalnum(static_cast<unsigned char>(c));
+      marked = marked || std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+               !std::isalnum(static_cast<unsigned char>(c));
+    }
+    if (alnum && marked && token.size() <= 24) return token;
+  }
+  return "";
 }
 
 // What moment a string property holds, from its format, name and description:
@@ -292,14 +329,24 @@ SlotDef UserSlot(const std::string& pname, const ojson& prop, const Catalogue& c
     static const std::vector<std::tuple<std::vector<const char*>, double, double>> kRanges = {
         {{"celsius", "\u00b0c"}, 10, 30},     {{"fahrenheit", "\u00b0f"}, 50, 86}, {{"percent", "percentage", "%"}, 0, 100},
         {{"latitude"}, -90, 90},             {{"longitude"}, -180, 180},       {{"rating", "stars"}, 1, 5},
-        {{"year"}, 1950, 2030},              {{"age"}, 1, 99},                 {{"kelvin"}, 2700, 6500}};
+        {{"kelvin"}, 2700, 6500}};
+    std::vector<std::string> pwords = SplitIdentifier(pname);
+    for (std::string& w : pwords) w = Lower(w);
+    auto name_has = [&](const char* w) { return std::find(pwords.begin(), pwords.end(), w) != pwords.end(); };
     double lo = 1, hi = count ? 12 : 100;
-    for (const auto& [cues, a, b] : kRanges) {
-      bool hit = false;
-      for (const char* w : cues) hit = hit || (std::string(w).size() <= 2 ? lname.find(w) != std::string::npos : WholeWord(lname, w));
-      if (hit) {
-        lo = a, hi = b;
-        break;
+    // A year or an age by the parameter's name ("years" and "per year" are counts).
+    if (!pwords.empty() && pwords.back() == "year" && !name_has("per")) {
+      lo = 1950, hi = 2030;
+    } else if (name_has("age")) {
+      lo = 1, hi = 99;
+    } else {
+      for (const auto& [cues, a, b] : kRanges) {
+        bool hit = false;
+        for (const char* w : cues) hit = hit || (std::string(w).size() <= 2 ? lname.find(w) != std::string::npos : WholeWord(lname, w));
+        if (hit) {
+          lo = a, hi = b;
+          break;
+        }
       }
     }
     s.min = prop.contains("minimum") ? prop["minimum"].get<double>() : (prop.contains("exclusiveMinimum") ? prop["exclusiveMinimum"].get<double>() + 1 : lo);
@@ -375,6 +422,8 @@ SlotDef UserSlot(const std::string& pname, const ojson& prop, const Catalogue& c
     if (has({"currency"}) && has({"iso", "code", "3-letter", "three-letter"}) && cat.pools.count("currency_code")) s.pool = "currency_code";
     else if (has({"airport"}) && has({"iata", "code"}) && cat.pools.count("airport_code")) s.pool = "airport_code";
   }
+  // An identifier the description shows ("Ticker symbol, e.g. AAPL"): values of its shape.
+  if (s.pool == "generic_text" || s.pool == "code") s.shape = ExampleShape(prop.value("description", ""));
   return s;
 }
 

@@ -412,6 +412,46 @@ TEST(UserTools, MomentsRangesAndDistinctValuesFollowTheDescriptions) {
   EXPECT_GE(ends, 20u) << "optional date-times are filled too";
 }
 
+// Developer-style schemas: an identifier takes the shape of the description's
+// example ("e.g. AAPL" -> four or so capitals), a long description with a
+// formula still gives its first clause as the request's words, a year is a
+// year but "per year" is a count.
+TEST(UserTools, IdentifiersRangesAndWordsFollowDeveloperDescriptions) {
+  const ojson tools = ojson::parse(R"([
+    {"name": "get_stock_price", "description": "Retrieves the latest closing price of a stock.", "parameters": {"type": "object",
+        "properties": {"ticker": {"type": "string", "description": "Ticker symbol, e.g. AAPL"},
+        "release_year": {"type": "integer"}, "compounds_per_year": {"type": "integer"}}, "required": ["ticker", "release_year", "compounds_per_year"]}},
+    {"name": "math.hypot", "description": "Calculate the Euclidean norm, sqrt(sum(squares)), the length of the vector from the origin.",
+        "parameters": {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["x", "y"]}}
+  ])");
+  Generator gen(Cat(), GeneratorOptions{6, Split::kTrain});
+  gen.SetUserTools(tools);
+  size_t tickers = 0, shaped = 0, hypot = 0, norm = 0;
+  for (uint64_t i = 0; i < 600; ++i) {
+    const ojson e = gen.Generate(i).json;
+    ASSERT_TRUE(CheckEvidence(e).empty()) << e.dump();
+    for (const auto& c : e["answers"]) {
+      const ojson& a = c["arguments"];
+      if (c["name"] == "get_stock_price") {
+        ++tickers;
+        const std::string t = a["ticker"].get<std::string>();
+        bool letters = t.size() >= 3 && t.size() <= 5;
+        for (char ch : t) letters = letters && std::isalpha(static_cast<unsigned char>(ch));
+        shaped += letters;
+        EXPECT_GE(a["release_year"].get<int>(), 1950);
+        EXPECT_LE(a["compounds_per_year"].get<int>(), 100) << "a count, not a year";
+      } else {
+        ++hypot;
+        norm += Lower(e["query"].get<std::string>()).find("euclidean norm") != std::string::npos;
+      }
+    }
+  }
+  ASSERT_GE(tickers, 100u);
+  EXPECT_EQ(shaped, tickers) << "tickers shaped like AAPL";
+  ASSERT_GE(hypot, 100u);
+  EXPECT_GE(norm, hypot / 3) << "requests in the description's words";
+}
+
 TEST(Stats, ReportNamesTheNumbers) {
   DataStats st;
   for (size_t i = 0; i < 200; ++i) st.Add(Train()[i]);

@@ -368,6 +368,27 @@ std::string ExpandPool(const Catalogue& cat, const std::string& name, Split spli
   return p.items[0].find('{') == std::string::npos ? p.items[0] : ExpandText(cat, p.items[0], split, rng, 1);
 }
 
+// A value with the example's shape: each letter a random letter of the same
+// case, each digit a random digit, the rest kept ("AAPL" -> "QRTZ", "SKU-1234"
+// -> "KXB-8071"); a word of capitals may be a letter shorter or longer. The
+// example itself one time in ten.
+std::string ShapedLike(const std::string& example, Rng& rng) {
+  if (rng.Chance(0.1)) return example;
+  bool capitals = !example.empty();
+  for (char c : example) capitals = capitals && std::isupper(static_cast<unsigned char>(c));
+  size_t n = example.size();
+  if (capitals && rng.Chance(0.4)) n = rng.Chance(0.5) ? n + 1 : std::max<size_t>(1, n - 1);
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    const char c = example[std::min(i, example.size() - 1)];
+    if (std::isupper(static_cast<unsigned char>(c))) out += static_cast<char>('A' + rng.Below(26));
+    else if (std::islower(static_cast<unsigned char>(c))) out += static_cast<char>('a' + rng.Below(26));
+    else if (std::isdigit(static_cast<unsigned char>(c))) out += static_cast<char>('0' + rng.Below(10));
+    else out += c;
+  }
+  return out;
+}
+
 SlotValue AssignedValue(const SlotDef& slot, const std::string& value, const std::string& cue) {
   SlotValue v;
   v.slot = slot.id;
@@ -398,7 +419,7 @@ SlotValue DrawValue(const SlotDef& s, const ParamBinding* b, const ValueContext&
   switch (s.kind) {
     case SlotKind::kText:
     case SlotKind::kRef:
-      v.surface = ExpandPool(*ctx.cat, s.pool, ctx.split, rng);
+      v.surface = s.shape.empty() ? ExpandPool(*ctx.cat, s.pool, ctx.split, rng) : ShapedLike(s.shape, rng);
       break;
     case SlotKind::kList: {
       const int n = static_cast<int>(rng.Range(s.list_min, s.list_max));

@@ -45,6 +45,7 @@ struct SlotValue {
 // with its placeholders ({pool}, {pool|lower}, {word}, {Word}, {code},
 // {digits:N}, {int:A:B}, {letter}, {hex:N}) filled recursively.
 std::string ExpandPool(const Catalogue& cat, const std::string& name, Split split, Rng& rng);
+std::string ShapedLike(const std::string& example, Rng& rng);
 // Fills placeholders in one string.
 std::string ExpandText(const Catalogue& cat, const std::string& text, Split split, Rng& rng, int depth = 0);
 // A pronounceable invented word ("zarvik"), for values nobody can remember.
