@@ -399,6 +399,21 @@ TEST(Cli, RunPrintsAnEnvelope) {
   EXPECT_EQ(RunNeedle("run --model " + TempDir() + "/missing.cact --tools '[]' q").code, 2);
 }
 
+// bench-batch measures batched decoding, with one sink block per session or
+// one shared by all (--shared-sinks), and ends with its JSON figures.
+TEST(Cli, BenchBatchPrintsItsFigures) {
+  const std::string model = SmallAgentModel();
+  for (const char* sharing : {"", " --shared-sinks"}) {
+    const Result r = RunNeedle("bench-batch --model " + model + " --sessions 1,2 --steps 2 --rounds 1 --threads 2 --json" + sharing);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["shared_sinks"].get<bool>(), *sharing != 0);
+    ASSERT_EQ(j["rows"].size(), 2u);
+    for (const auto& row : j["rows"]) EXPECT_GT(row["batched_tps"].get<double>(), 0.0) << row;
+  }
+  EXPECT_EQ(RunNeedle("bench-batch --model " + model + " --sessions 0").code, 2);
+}
+
 // Bad requests get an error that names the problem (issue L): never a call
 // on bytes that say nothing, never a silently different reading.
 TEST(Cli, RunNamesBadRequests) {

@@ -46,7 +46,7 @@ std::vector<uint32_t> ParseCounts(const std::string& text) {
 }  // namespace
 
 int RunBenchBatch(int argc, char** argv) {
-  Args args("bench-batch", "--model FILE.cact [--sessions 1,2,4,8] [--steps N] [--rounds R] [--threads K] [--json]",
+  Args args("bench-batch", "--model FILE.cact [--sessions 1,2,4,8] [--steps N] [--rounds R] [--threads K] [--shared-sinks] [--json]",
             "Aggregate decode speed of N concurrent sessions (tokens of all sessions per\n"
             "second). Each session holds a 252-token sink block and a full window, as in a\n"
             "long conversation. 'alone' decodes the sessions one after another, one token\n"
@@ -57,6 +57,7 @@ int RunBenchBatch(int argc, char** argv) {
              {"steps", "N", "tokens per session per round (default 32)"},
              {"rounds", "R", "alternating rounds of each variant (default 3; the median is reported)"},
              {"threads", "K", "threads (default 1)"},
+             {"shared-sinks", "", "the sessions share one sink block (the same tools) instead of one each"},
              {"json", "", "end with one JSON object"}});
   if (!args.Parse(argc, argv)) return 0;
   const CactArchive archive = CactArchive::Open(args.Require("model"));
@@ -67,7 +68,7 @@ int RunBenchBatch(int argc, char** argv) {
   if (steps < 1 || rounds < 1 || threads < 1 || threads > 256) {
     throw Error(ErrorCode::kInvalidArgument, "bench-batch: --steps, --rounds and --threads must be positive");
   }
-  const bool json = args.Has("json");
+  const bool json = args.Has("json"), shared_sinks = args.Has("shared-sinks");
   ThreadPool pool(static_cast<uint32_t>(threads));
   const uint32_t V = c.vocab_size, sinks = 252, window = model.window();
   const uint32_t max_n = *std::max_element(counts.begin(), counts.end());
@@ -81,9 +82,22 @@ int RunBenchBatch(int argc, char** argv) {
   };
   std::vector<std::unique_ptr<DecoderState>> states;
   std::vector<std::vector<float>> logits(max_n, std::vector<float>(V));
+  // --shared-sinks: one sink block (the same tools) read by every session,
+  // as beam hypotheses read theirs (DecoderOptions::sinks_from).
+  std::unique_ptr<DecoderState> owner;
+  if (shared_sinks) {
+    owner = model.NewState({.sink_length = sinks, .window = window, .max_chunk = 32});
+    model.Forward(*owner, random_tokens(sinks), nullptr, false, &pool);
+  }
   for (uint32_t i = 0; i < max_n; ++i) {
-    states.push_back(model.NewState({.sink_length = sinks, .window = window, .max_chunk = 32}));
-    model.Forward(*states[i], random_tokens(sinks + window), logits[i].data(), false, &pool);
+    if (owner) {
+      states.push_back(model.NewState({.sink_length = sinks, .window = window, .max_chunk = 32, .sinks_from = owner.get()}));
+      states[i]->CopyFrom(*owner, false);
+      model.Forward(*states[i], random_tokens(window), logits[i].data(), false, &pool);
+    } else {
+      states.push_back(model.NewState({.sink_length = sinks, .window = window, .max_chunk = 32}));
+      model.Forward(*states[i], random_tokens(sinks + window), logits[i].data(), false, &pool);
+    }
   }
   BatchDecoder decoder(model, max_n);
   std::vector<float> batch_logits(size_t(max_n) * V);
@@ -92,8 +106,9 @@ int RunBenchBatch(int argc, char** argv) {
   nlohmann::json rows = nlohmann::json::array();
   double one_alone = 0;
   if (!json) {
-    std::printf("model %s: %u layers, d %u, window %u, %u sink tokens, %lld thread(s), kernels %s\n",
-                args.Get("model").c_str(), c.num_layers, c.d_model, window, sinks, threads, CqKernelTarget());
+    std::printf("model %s: %u layers, d %u, window %u, %u sink tokens (%s), %lld thread(s), kernels %s\n",
+                args.Get("model").c_str(), c.num_layers, c.d_model, window, sinks, shared_sinks ? "one block shared" : "one block each",
+                threads, CqKernelTarget());
     std::printf("%9s %14s %16s %9s %14s\n", "sessions", "alone tok/s", "batched tok/s", "ratio", "vs 1 session");
   }
   for (uint32_t n : counts) {
@@ -131,7 +146,7 @@ int RunBenchBatch(int argc, char** argv) {
     }
   }
   if (json) {
-    const nlohmann::json j = {{"threads", threads}, {"kernels", CqKernelTarget()}, {"sink_tokens", sinks},
+    const nlohmann::json j = {{"threads", threads}, {"kernels", CqKernelTarget()}, {"sink_tokens", sinks}, {"shared_sinks", shared_sinks},
                               {"window", window},   {"steps", steps},             {"rounds", rounds},
                               {"rows", rows}};
     std::printf("%s\n", j.dump().c_str());
