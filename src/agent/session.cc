@@ -128,6 +128,10 @@ uint64_t Session::state_bytes() const {
   return bytes;
 }
 
+void Session::SetSinkBlocks(std::shared_ptr<SinkBlocks> blocks) {
+  sink_blocks_ = std::move(blocks);  // the next sink block built is read from there
+}
+
 void Session::Feed(std::span<const int32_t> ids, bool want_logits) {
   if (ids.empty()) return;
   DecoderState& st = decoding_ ? *decoding_ : *state_;
@@ -264,14 +268,34 @@ void Session::PrepareSinks(std::string_view query, double* prefill_seconds, uint
   EncodedPrompt p;
   enc.BeginSession(p, facts, RenderToolsJson(chosen));
   state_.reset();  // the old cache goes before the new one is allocated
-  state_ = model_->fast().NewState({p.sink_length, opt_.window, 32, false});
+  sink_block_.reset();
   ++sink_epoch_;
-  if (model_->confidence()) {
-    confidence_pool_.Reset();
-    state_->AttachPools(confidence_pools_, 1);
+  if (sink_blocks_ && p.sink_length > 0) {
+    // The block of these sink tokens, shared; this state holds the window only.
+    sink_block_ = sink_blocks_->Get(model_->fingerprint(), p.ids, [&] {
+      auto block = std::make_unique<SinkBlock>();
+      block->state = model_->fast().NewState({p.sink_length, 1, 32, false});
+      ProbePool* pools[1] = {&block->confidence};  // attached while the sink tokens are fed
+      if (model_->confidence()) {
+        block->confidence = ProbePool(*model_->confidence());
+        block->state->AttachPools(pools, 1);
+      }
+      model_->fast().Forward(*block->state, p.ids, nullptr, false, pool_.get());
+      block->state->AttachPools(nullptr, 0);
+      return block;
+    });
+    state_ = model_->fast().NewState({p.sink_length, opt_.window, 32, false, sink_block_->state.get()});
+    state_->StartAfterSinks(*sink_block_->state);
+    if (model_->confidence()) confidence_pool_ = sink_block_->confidence;
+  } else {
+    state_ = model_->fast().NewState({p.sink_length, opt_.window, 32, false});
+    if (model_->confidence()) {
+      confidence_pool_.Reset();
+      state_->AttachPools(confidence_pools_, 1);
+    }
+    Feed(p.ids, false);
+    state_->AttachPools(nullptr, 0);
   }
-  Feed(p.ids, false);
-  state_->AttachPools(nullptr, 0);
   sink_ids_ = p.ids;
   if (model_->confidence()) confidence_at_sinks_ = confidence_pool_;
   active_ = std::move(selection);

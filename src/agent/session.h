@@ -41,6 +41,7 @@
 #include "agent/model.h"
 #include "agent/retrieval.h"
 #include "agent/session_options.h"
+#include "agent/sink_blocks.h"
 #include "agent/turn_evidence.h"
 #include "base/thread_pool.h"
 #include "grammar/copy_source.h"
@@ -129,6 +130,11 @@ class Session {
   // time. Answers do not change: the batcher's logits are the lone pass's, bit
   // for bit. A batcher of another model than this session's is not used.
   void SetDecodeBatcher(std::shared_ptr<DecodeBatcher> batcher) { batcher_ = std::move(batcher); }
+  // Sink blocks shared with other sessions (agent/sink_blocks.h): from the
+  // next setup on, this session reads the block of its sink tokens from
+  // `blocks` (built there when absent) and holds only its window. nullptr:
+  // its own copy, as by default. Answers do not change.
+  void SetSinkBlocks(std::shared_ptr<SinkBlocks> blocks);
 
   // ---- turns (never throw: failures are error envelopes)
   // The C ABI's rule (SPEC §11): after a `call` envelope the text is that
@@ -290,7 +296,10 @@ class Session {
   std::map<std::string, ToolFn> callbacks_;
   ToolIndex index_;
 
-  // Cache and per-turn state.
+  // Cache and per-turn state. state_ reads sink_block_'s rows when shared,
+  // so it is declared after it (destroyed first).
+  std::shared_ptr<SinkBlocks> sink_blocks_;
+  std::shared_ptr<const SinkBlock> sink_block_;
   std::unique_ptr<DecoderState> state_;
   DecoderState* decoding_ = nullptr;  // what Feed feeds: state_ (null), or a beam search hypothesis's
   bool sinks_dirty_ = true;         // setup changed since the sinks were built

@@ -120,6 +120,7 @@ void Session::RestoreOrThrow(const std::string& path) {
   pins_ = head.at("pins").get<std::vector<std::string>>();
   opt_.window = static_cast<uint32_t>(HeaderUint(head, "window", 0, 1u << 16));
   state_.reset();
+  sink_block_.reset();  // a restored cache holds its own sink rows
   sinks_dirty_ = true;
   if (head.contains("has_state") && !head["has_state"].is_boolean()) throw Error(ErrorCode::kInvalidArgument, "header field \"has_state\" is not a boolean");
   if (head.value("has_state", false)) {

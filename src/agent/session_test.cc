@@ -627,6 +627,69 @@ TEST(Session, ABatcherSharedByThreadsChangesNoAnswer) {
   EXPECT_LT(st.batches, st.steps);
 }
 
+// Sessions that read shared sink blocks (SetSinkBlocks) answer exactly as
+// sessions with their own: whole envelopes over queries, tool results and a
+// reset, on four threads at once; each holds less, blocks are built once and
+// then found, and a shared session's file restores into a session of its own.
+TEST(Session, SharedSinkBlocksChangeNoAnswer) {
+  auto model = testing::AgentModel(19);
+  const char* queries[] = {"lights in the hall", "alarm 07:15", "weather in Rome", "text Ana I'm late"};
+  const std::string saved_alone = ::testing::TempDir() + "/alone.bin", saved_shared = ::testing::TempDir() + "/shared.bin";
+  auto run = [&](int which, std::shared_ptr<SinkBlocks> blocks, uint64_t* bytes) {
+    Session s(model, Small());
+    s.SetSinkBlocks(blocks);
+    s.SetToolsJson(testing::kFiveTools);
+    s.SetSystem(ordered_json{{"date", "2026-11-30"}});
+    std::string out;
+    for (int i = 0; i < 4; ++i) {
+      if (i == 2) s.Reset();
+      Envelope e = s.Query(queries[(which + i) % 4]);
+      out += e.reasoning + ordered_json(e.function_calls).dump() + std::to_string(e.confidence.value_or(-1.0)) + "\n";
+      if (e.type == EnvelopeType::kCall) {
+        e = s.Complete(R"({"ok":true})");
+        out += e.reasoning + ordered_json(e.function_calls).dump() + "\n";
+      }
+    }
+    if (bytes) {  // session 0: its size, and its whole state (cache, confidence pool) saved
+      *bytes = s.state_bytes();
+      s.Save(blocks ? saved_shared : saved_alone);
+    }
+    return out;
+  };
+  std::string alone[4], shared[4];
+  uint64_t own_bytes = 0, shared_bytes = 0;
+  for (int i = 0; i < 4; ++i) alone[i] = run(i, nullptr, i == 0 ? &own_bytes : nullptr);
+  auto blocks = std::make_shared<SinkBlocks>(2);
+  std::thread ts[4];
+  for (int i = 0; i < 4; ++i) ts[i] = std::thread([&, i] { shared[i] = run(i, blocks, i == 0 ? &shared_bytes : nullptr); });
+  for (auto& t : ts) t.join();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(shared[i], alone[i]) << i;
+  const SinkBlocks::Stats st = blocks->stats();
+  EXPECT_GT(st.hits, 0u);
+  EXPECT_GE(st.builds, 1u);
+  EXPECT_LE(st.blocks, 2u);
+  EXPECT_LT(shared_bytes, own_bytes);
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(slurp(saved_shared), slurp(saved_alone)) << "the same cache and confidence pool, byte for byte";
+
+  const std::string path = ::testing::TempDir() + "/shared_session.bin";
+  Session a(model, Small());
+  a.SetSinkBlocks(blocks);
+  a.SetToolsJson(testing::kFiveTools);
+  a.Query("play some fado");
+  a.Save(path);
+  const Envelope want = a.Query("now the weather in Porto");
+  Session b(model, Small());
+  b.Restore(path);
+  const Envelope got = b.Query("now the weather in Porto");
+  EXPECT_EQ(got.reasoning, want.reasoning);
+  EXPECT_EQ(ordered_json(got.function_calls).dump(), ordered_json(want.function_calls).dump());
+  EXPECT_THROW(SinkBlocks(0), Error);
+}
+
 // Options change between turns through the table's checks; a creation option
 // cannot change, and a rejected change changes nothing.
 TEST(Session, SetOptionsAppliesFromTheNextTurnAndRefusesCreationOptions) {

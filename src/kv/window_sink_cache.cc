@@ -62,12 +62,14 @@ void GetVector(std::string_view& in, std::vector<T>& v, const char* what) {
 }  // namespace
 
 void WindowSinkCache::Serialize(std::string& out) const {
-  if (g_.shared_sinks) throw Error(ErrorCode::kInvalidState, "saved cache: a cache sharing its sinks is not saved on its own");
+  // A cache sharing its sink rows writes its owner's: the file is the same
+  // as an owning cache's, and restores into one.
+  const WindowSinkCache& s = sinks();
   const int64_t header[4] = {tokens_, g_.sink_capacity, g_.window, g_.float_kv};
   out.append(reinterpret_cast<const char*>(header), sizeof header);
-  PutVector(out, k_sink_), PutVector(out, v_sink_), PutVector(out, k_ring_), PutVector(out, v_ring_);
-  PutVector(out, ks_sink_), PutVector(out, vs_sink_), PutVector(out, ks_ring_), PutVector(out, vs_ring_);
-  PutVector(out, kf_sink_), PutVector(out, vf_sink_), PutVector(out, kf_ring_), PutVector(out, vf_ring_);
+  PutVector(out, s.k_sink_), PutVector(out, s.v_sink_), PutVector(out, k_ring_), PutVector(out, v_ring_);
+  PutVector(out, s.ks_sink_), PutVector(out, s.vs_sink_), PutVector(out, ks_ring_), PutVector(out, vs_ring_);
+  PutVector(out, s.kf_sink_), PutVector(out, s.vf_sink_), PutVector(out, kf_ring_), PutVector(out, vf_ring_);
   PutVector(out, token_ring_), PutVector(out, engram_ring_), PutVector(out, token_ring_at_sinks_), PutVector(out, engram_ring_at_sinks_);
 }
 
@@ -89,12 +91,28 @@ void WindowSinkCache::Restore(std::string_view& in) {
   tokens_ = header[0];
 }
 
-void WindowSinkCache::ShareSinks(const WindowSinkCache& o) {
+void WindowSinkCache::ShareSinks(const WindowSinkCache& other) {
+  const WindowSinkCache& o = other.sinks();  // a cache that shares reads its owner's rows: share those
   if (!g_.shared_sinks || o.g_.shared_sinks || o.g_.layers != g_.layers || o.g_.kv_heads != g_.kv_heads ||
       o.g_.head_dim != g_.head_dim || o.g_.sink_capacity != g_.sink_capacity || o.g_.float_kv != g_.float_kv) {
     throw Error(ErrorCode::kInvalidArgument, "cache: sink rows can only be shared from a cache of the same geometry that owns them");
   }
   sinks_owner_ = &o;
+}
+
+void WindowSinkCache::StartAfterSinks(const WindowSinkCache& o) {
+  if (o.g_.layers != g_.layers || o.g_.kv_heads != g_.kv_heads || o.g_.head_dim != g_.head_dim ||
+      o.g_.sink_capacity != g_.sink_capacity || o.g_.float_kv != g_.float_kv ||
+      o.token_ring_.size() != token_ring_.size() || o.engram_ring_.size() != engram_ring_.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "cache: a sink block of another geometry");
+  }
+  if (o.tokens_ != g_.sink_capacity) {
+    throw Error(ErrorCode::kInvalidArgument, "cache: the sink block holds " + std::to_string(o.tokens_) + " tokens, not its " +
+                                                 std::to_string(g_.sink_capacity));
+  }
+  token_ring_ = o.token_ring_at_sinks_, engram_ring_ = o.engram_ring_at_sinks_;
+  token_ring_at_sinks_ = o.token_ring_at_sinks_, engram_ring_at_sinks_ = o.engram_ring_at_sinks_;
+  tokens_ = g_.sink_capacity, floor_ = 0;
 }
 
 void WindowSinkCache::CheckOwnsSinks(int64_t t) const {
@@ -114,8 +132,10 @@ void WindowSinkCache::CopyFrom(const WindowSinkCache& o, bool with_sinks) {
   if (with_sinks) {
     k_sink_ = o.k_sink_, v_sink_ = o.v_sink_, ks_sink_ = o.ks_sink_, vs_sink_ = o.vs_sink_;
     kf_sink_ = o.kf_sink_, vf_sink_ = o.vf_sink_;
-    token_ring_at_sinks_ = o.token_ring_at_sinks_, engram_ring_at_sinks_ = o.engram_ring_at_sinks_;
   }
+  // The histories at the sinks come along either way: a copy that reads
+  // another cache's sink rows still resets to them on its own.
+  token_ring_at_sinks_ = o.token_ring_at_sinks_, engram_ring_at_sinks_ = o.engram_ring_at_sinks_;
   k_ring_ = o.k_ring_, v_ring_ = o.v_ring_, ks_ring_ = o.ks_ring_, vs_ring_ = o.vs_ring_;
   kf_ring_ = o.kf_ring_, vf_ring_ = o.vf_ring_;
   token_ring_ = o.token_ring_, engram_ring_ = o.engram_ring_;

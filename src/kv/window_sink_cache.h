@@ -115,18 +115,29 @@ class WindowSinkCache {
   void CopyFrom(const WindowSinkCache& other, bool with_sinks = true);
 
   // Reads the sink rows from `owner`, a cache of the same geometry that holds
-  // them (this one was made with shared_sinks): the hypotheses of a beam
-  // search keep one copy of the sink block. `owner` must outlive their use;
-  // this cache then stores conversation tokens only.
+  // them (this one was made with shared_sinks), or from the cache `owner`
+  // reads them from: the hypotheses of a beam search keep one copy of the
+  // sink block, and so do sessions with the same tools (agent/sink_blocks.h).
+  // That cache must outlive their use; this one then stores conversation
+  // tokens only. The window may differ.
   void ShareSinks(const WindowSinkCache& owner);
+
+  // Becomes the cache right after `owner`'s sink block: counter S, no window
+  // floor, owner's token and engram histories at the sinks; the window holds
+  // nothing (its old rows are never read). `owner` has the same sink geometry
+  // and histories, any window, and exactly its S sink tokens stored, else
+  // Error(kInvalidArgument). With ShareSinks(owner), or an equal copy of the
+  // sink rows, this is the state of a cache fed the same sink tokens. No allocation.
+  void StartAfterSinks(const WindowSinkCache& owner);
 
   // Drops the conversation, keeps the sinks: the counter returns to S.
   void ResetToSinks();
   // Bytes held by every buffer (constant for the cache's lifetime).
   uint64_t bytes() const;
 
-  // The whole state (counter, K/V, histories) as bytes, for saved sessions;
-  // Restore requires a cache of the same geometry and reads exactly what
+  // The whole state (counter, K/V, histories) as bytes, for saved sessions
+  // (a cache sharing its sink rows writes them too); Restore requires a cache
+  // of the same geometry that owns its sink rows and reads exactly what
   // Serialize wrote, else Error(kInvalidArgument) naming the mismatch.
   void Serialize(std::string& out) const;
   void Restore(std::string_view& in);

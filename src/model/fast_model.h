@@ -72,6 +72,9 @@ class DecoderState {
   // a state made with sinks_from, or the state it shares, copies only so.
   // Error(kInvalidArgument) when the geometries differ. No allocation.
   void CopyFrom(const DecoderState& other, bool with_sinks = true) { cache_.CopyFrom(other.cache_, with_sinks); }
+  // The state right after `owner`'s sink block (WindowSinkCache::StartAfterSinks),
+  // for a state made with sinks_from = owner (any window).
+  void StartAfterSinks(const DecoderState& owner) { cache_.StartAfterSinks(owner.cache_); }
 
   // Probe pools (model/heads.h) that receive every cell of every token fed
   // from now on; nullptr / 0 detaches them. The pools must outlive their use.

@@ -344,5 +344,53 @@ TEST(FastModel, ACopiedStateDecodesAsTheOriginal) {
   }
 }
 
+// A sink block held apart (a lean owner: window 1) starts states that decode
+// exactly as if they had been fed the sink tokens themselves: in the window's
+// first lap and after it wrapped, after a reset to the sinks, and through a
+// state that shares from a sharing state (beam hypotheses of such a session).
+TEST(FastModel, ASharedSinkBlockStartsStatesThatDecodeAsIfFedTheSinks) {
+  ModelConfig c = testing::SmallConfig();
+  c.d_model = 128;
+  const CactArchive archive = CactArchive::FromBytes(testing::NonTrivialArchive(c, "4", 29));
+  const FastModel model(archive);
+  const uint32_t V = c.vocab_size;
+  const auto ids = RandomTokens(220, V, 8);
+  const std::vector<int32_t> sinks(ids.begin(), ids.begin() + 6);
+  auto block = model.NewState({.sink_length = 6, .window = 1});
+  model.Forward(*block, sinks, nullptr);
+  for (size_t fed : {20u, 150u}) {  // window 64: 150 has wrapped the ring
+    auto alone = model.NewState({.sink_length = 6, .window = 64});
+    auto shared = model.NewState({.sink_length = 6, .window = 64, .sinks_from = block.get()});
+    std::vector<float> want(V), got(V), hyp_logits(V);
+    model.Forward(*alone, sinks, nullptr);
+    shared->StartAfterSinks(*block);
+    EXPECT_EQ(shared->cache().tokens(), 6);
+    for (int pass = 0; pass < 2; ++pass) {  // the second after ResetToSinks
+      model.Forward(*alone, std::span(ids.data() + 6, fed), want.data());
+      model.Forward(*shared, std::span(ids.data() + 6, fed), got.data());
+      ASSERT_EQ(want, got) << "fed " << fed << ", pass " << pass;
+      auto hyp = model.NewState({.sink_length = 6, .window = 64, .max_chunk = 1, .sinks_from = shared.get()});
+      hyp->CopyFrom(*shared, /*with_sinks=*/false);
+      for (size_t p = 0; p < 4; ++p) {
+        const int32_t t = ids[6 + fed + p];
+        model.Forward(*alone, std::span(&t, 1), want.data());
+        model.Forward(*shared, std::span(&t, 1), got.data());
+        model.Forward(*hyp, std::span(&t, 1), hyp_logits.data());
+        ASSERT_EQ(want, got) << "fed " << fed << ", pass " << pass << ", step " << p;
+        ASSERT_EQ(want, hyp_logits) << "fed " << fed << ", pass " << pass << ", step " << p;
+      }
+      alone->cache().ResetToSinks();
+      shared->cache().ResetToSinks();
+    }
+  }
+  // Only a block of exactly its sink tokens starts a state.
+  auto longer = model.NewState({.sink_length = 6, .window = 64});
+  model.Forward(*longer, std::span(ids.data(), 9), nullptr);
+  auto state = model.NewState({.sink_length = 6, .window = 64, .sinks_from = block.get()});
+  EXPECT_THROW(state->StartAfterSinks(*longer), Error);
+  auto other = model.NewState({.sink_length = 5, .window = 64});
+  EXPECT_THROW(other->StartAfterSinks(*block), Error);
+}
+
 }  // namespace
 }  // namespace needle

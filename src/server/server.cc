@@ -58,7 +58,7 @@ std::string SetupKey(const OJson& tools, const OJson& facts, const std::vector<s
 
 struct Server::Impl {
   Impl(std::shared_ptr<const Model> m, ServerOptions o)
-      : model(std::move(m)), opt(std::move(o)), pool(model, opt.session, opt.parallel, opt.queue, opt.batch_decoding),
+      : model(std::move(m)), opt(std::move(o)), pool(model, opt.session, opt.parallel, opt.queue, opt.batch_decoding, opt.share_sinks),
         work_dir(opt.work_dir.empty() ? "/tmp/needle-serve-" + std::to_string(::getpid()) : opt.work_dir),
         job(opt.cli_path, work_dir + "/finetune"), served_name(opt.model_name) {}
 
@@ -349,7 +349,12 @@ Server::Server(std::shared_ptr<const Model> model, ServerOptions options)
                      {"queue_full", st.queue_full}, {"timed_out", st.timed_out},
                      {"batched_decoding", {{"enabled", m.opt.batch_decoding && st.sessions > 1},
                                            {"tokens", st.decode_steps},
-                                           {"passes", st.decode_batches}}}});
+                                           {"passes", st.decode_batches}}},
+                     {"shared_sinks", {{"enabled", m.opt.share_sinks && st.sessions > 1},
+                                       {"blocks", st.sink_blocks.blocks},
+                                       {"bytes", st.sink_blocks.bytes},
+                                       {"found", st.sink_blocks.hits},
+                                       {"built", st.sink_blocks.builds}}}});
   });
 }
 

@@ -31,6 +31,7 @@ struct ServerOptions {
   int port = 8080;                 // 0: a free port (Bind returns it)
   uint32_t parallel = 2;           // sessions: requests served at once
   bool batch_decoding = true;      // sessions decoding at the same time share passes over the weights
+  bool share_sinks = true;         // sessions with the same setup read one sink block (agent/sink_blocks.h)
   uint32_t queue = 16;             // requests that may wait for a session
   uint32_t timeout_ms = 60000;     // longest wait for a session
   size_t body_limit = 1 << 20;     // bytes

@@ -266,6 +266,11 @@ TEST_F(ServerTest, ConcurrentClientsGetTheirOwnAnswers) {
   EXPECT_EQ(health["batched_decoding"]["enabled"], true);
   EXPECT_GT(health["batched_decoding"]["tokens"].get<uint64_t>(), 0u);
   EXPECT_LE(health["batched_decoding"]["passes"].get<uint64_t>(), health["batched_decoding"]["tokens"].get<uint64_t>());
+  // Their sink blocks came from the pool's shared blocks (at most one per session kept).
+  EXPECT_EQ(health["shared_sinks"]["enabled"], true);
+  EXPECT_GE(health["shared_sinks"]["built"].get<uint64_t>(), 1u);
+  EXPECT_LE(health["shared_sinks"]["blocks"].get<uint64_t>(), 2u);
+  EXPECT_GT(health["shared_sinks"]["bytes"].get<uint64_t>(), 0u);
 }
 
 // A burst of clients connecting at once is accepted (Debian's cpp-httplib

@@ -5,17 +5,19 @@
 namespace needle::server {
 
 SessionPool::SessionPool(std::shared_ptr<const Model> model, SessionOptions options, uint32_t sessions, uint32_t max_waiting,
-                         bool batch_decoding)
-    : model_(model), batch_decoding_(batch_decoding), options_(options), max_waiting_(max_waiting) {
+                         bool batch_decoding, bool share_sinks)
+    : model_(model), batch_decoding_(batch_decoding), share_sinks_(share_sinks), options_(options), max_waiting_(max_waiting) {
   if (sessions == 0) throw Error(ErrorCode::kInvalidArgument, "the server needs at least one session (--parallel 1)");
   slots_.resize(sessions);
   if (batch_decoding_ && sessions > 1) batcher_ = std::make_shared<DecodeBatcher>(model_->fast(), std::min(sessions, 64u));
+  if (share_sinks_ && sessions > 1) sink_blocks_ = std::make_shared<SinkBlocks>(sessions);
   for (Slot& s : slots_) s.session = NewSession();
 }
 
 std::unique_ptr<Session> SessionPool::NewSession() const {
   auto session = std::make_unique<Session>(model_, options_);
   session->SetDecodeBatcher(batcher_);
+  session->SetSinkBlocks(sink_blocks_);
   return session;
 }
 
@@ -54,6 +56,11 @@ void SessionPool::SetModel(std::shared_ptr<const Model> model) {
     retired_.steps += old.steps, retired_.batches += old.batches;
     batcher_ = std::make_shared<DecodeBatcher>(model_->fast(), std::min<uint32_t>(uint32_t(slots_.size()), 64u));
   }
+  if (sink_blocks_) {  // the old model's blocks go with the sessions that read them
+    const SinkBlocks::Stats old = sink_blocks_->stats();
+    retired_blocks_.hits += old.hits, retired_blocks_.builds += old.builds;
+    sink_blocks_ = std::make_shared<SinkBlocks>(uint32_t(slots_.size()));
+  }
   for (Slot& s : slots_) {
     if (s.busy) {
       s.stale = true;
@@ -74,11 +81,16 @@ void SessionPool::Stop() {
 
 SessionPool::Stats SessionPool::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  Stats st{uint32_t(slots_.size()), 0, waiting_, served_, reused_, queue_full_, timed_out_, retired_.steps, retired_.batches};
+  Stats st{uint32_t(slots_.size()), 0, waiting_, served_, reused_, queue_full_, timed_out_, retired_.steps, retired_.batches, retired_blocks_};
   for (const Slot& s : slots_) st.busy += s.busy;
   if (batcher_) {
     const DecodeBatcher::Stats b = batcher_->stats();
     st.decode_steps += b.steps, st.decode_batches += b.batches;
+  }
+  if (sink_blocks_) {
+    const SinkBlocks::Stats b = sink_blocks_->stats();
+    st.sink_blocks.hits += b.hits, st.sink_blocks.builds += b.builds;
+    st.sink_blocks.blocks = b.blocks, st.sink_blocks.bytes = b.bytes;
   }
   return st;
 }

@@ -23,10 +23,12 @@ class SessionPool {
   using Clock = std::chrono::steady_clock;
 
   // batch_decoding: the sessions' single-token steps that run at the same
-  // time share one pass over the weights (model/decode_batcher.h); answers
-  // are the same either way.
+  // time share one pass over the weights (model/decode_batcher.h);
+  // share_sinks: sessions with the same setup read one prefilled sink block,
+  // the N most recent kept (agent/sink_blocks.h). Answers are the same
+  // either way; both need two sessions or more.
   SessionPool(std::shared_ptr<const Model> model, SessionOptions options, uint32_t sessions, uint32_t max_waiting,
-              bool batch_decoding = true);
+              bool batch_decoding = true, bool share_sinks = true);
 
   // A session held by one request; back to the pool when destroyed.
   class Lease {
@@ -65,6 +67,7 @@ class SessionPool {
     uint32_t sessions, busy, waiting;
     uint64_t served, reused, queue_full, timed_out;
     uint64_t decode_steps, decode_batches;  // batched decoding: tokens, and the passes that decoded them
+    SinkBlocks::Stats sink_blocks;          // shared sink blocks (all zero when off)
   };
   Stats stats() const;
 
@@ -88,6 +91,9 @@ class SessionPool {
   std::shared_ptr<const Model> model_;
   bool batch_decoding_ = true;
   std::shared_ptr<DecodeBatcher> batcher_;  // model_'s (nullptr: one session, or batching off)
+  std::shared_ptr<SinkBlocks> sink_blocks_;  // model_'s (nullptr: one session, or sharing off)
+  bool share_sinks_ = true;
+  SinkBlocks::Stats retired_blocks_;  // counts of the blocks of earlier models
   DecodeBatcher::Stats retired_{};          // the steps of batchers of models served before
   SessionOptions options_;
   std::vector<Slot> slots_;

@@ -30,6 +30,7 @@ int RunServe(int argc, char** argv) {
       {"port", "N", "port (default 8080; 0: a free one, printed)"},
       {"parallel", "N", "sessions: requests served at once (default 2)"},
       {"no-batching", "", "decode each session alone (default: sessions decoding at the same time share one pass over the weights; answers are the same)"},
+      {"no-shared-sinks", "", "each session holds its own sink block (default: sessions with the same tools, facts and pins read one; answers are the same)"},
       {"queue", "N", "requests that may wait for a session; more get 503 (default 16)"},
       {"timeout-ms", "MS", "longest wait for a session before 503 (default 60000)"},
       {"body-limit", "BYTES", "largest request body; more gets 413 (default 1048576)"},
@@ -60,6 +61,7 @@ int RunServe(int argc, char** argv) {
   if (body < 1024) throw Error(ErrorCode::kInvalidArgument, "--body-limit must be at least 1024 bytes");
   o.parallel = uint32_t(parallel), o.queue = uint32_t(queue), o.timeout_ms = uint32_t(timeout), o.body_limit = size_t(body);
   o.batch_decoding = !args.Has("no-batching");
+  o.share_sinks = !args.Has("no-shared-sinks");
   o.api_key = args.Get("api-key");
   if (o.api_key.empty()) {
     if (const char* k = std::getenv("NEEDLE_API_KEY")) o.api_key = k;
