@@ -232,7 +232,7 @@ bool WholeWord(const std::string& text, const std::string& w) {
 // SKU-1234"): a token with a capital, a digit or punctuation, else "" (words
 // such as "e.g. the user's name" are not a shape).
 std::string ExampleShape(const std::string& desc) {
-  for (const char* cue : {"e.g. ", "e.g., ", "eg. ", "for example ", "for example, ", "such as ", "like "}) {
+  for (const char* cue : {"e.g. ", "e.g., ", "eg. ", "for example ", "for example, ", "such as "}) {
     const size_t at = desc.find(cue);
     if (at == std::string::npos) continue;
     size_t b = at + std::string(cue).size();
