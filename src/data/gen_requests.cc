@@ -195,15 +195,16 @@ std::string Build::Assemble(std::vector<Piece> body, const Style& st, bool comma
 }
 
 // ---- generic phrasing (invented and user tools) -----------------------------------------------
-// A generic phrasing for tool T: an action phrase plus "with <param> <value>" parts.
-// A date-time binding's two slots said together ("tomorrow at 3pm", "on May
-// 3 at 9:30"); any other binding's `single`. The date brings its own "on ";
-// the time comes second ("at 8 April 15" would read as one number).
-std::string Build::DateTimeOr(const ParamBinding& b, const std::string& single) const {
-  if (b.slot2.empty()) return single;
-  return "{" + b.slot + "} at {" + b.slot2 + "}";
+// Where a binding's value goes in a template, its slots between `open` and
+// `close`: a date-time's two slots said together ("tomorrow at 3pm", "on May
+// 3 at 9:30"). The date brings its own "on"; the time comes second ("at 8
+// April 15" would read as one number).
+std::string Build::SlotsOf(const ParamBinding& b, const std::string& open, const std::string& close) const {
+  const std::string one = open + b.slot + close;
+  return b.slot2.empty() ? one : one + " at " + open + b.slot2 + close;
 }
 
+// A generic phrasing for tool T: an action phrase plus "with <param> <value>" parts.
 Template Build::GenericTemplate(const ToolSpec& T, const std::vector<std::string>& actions, bool use_synonyms) {
   const std::vector<std::string> leads = Words("generic_leads"), forms = Words("generic_arg_forms");
   const std::string lead = leads.empty() ? "" : rng.Pick(leads);
@@ -231,7 +232,7 @@ Template Build::GenericTemplate(const ToolSpec& T, const std::vector<std::string
     std::string part;
     for (size_t i = 0; i < f.size(); ++i) {
       if (f.compare(i, 6, "{name}") == 0) part += Escape(pname), i += 5;
-      else if (f.compare(i, 7, "{value}") == 0) part += DateTimeOr(*b, "{" + b->slot + "}"), i += 6;
+      else if (f.compare(i, 7, "{value}") == 0) part += SlotsOf(*b, "{", "}"), i += 6;
       else part += Escape(std::string(1, f[i]));
     }
     text += (k == 0 ? " " : (k + 1 == static_cast<int>(ps.size()) && rng.Chance(0.6) ? " and " : ", ")) + part;
@@ -333,7 +334,7 @@ Template Build::UserTemplate(const ToolSpec& T) {
                                            T.schema["parameters"]["properties"].contains(b->name)
                                        ? T.schema["parameters"]["properties"][b->name].value("description", "")
                                        : "");
-    const std::string v = DateTimeOr(*b, "{" + b->slot + "}");
+    const std::string v = SlotsOf(*b, "\x01", "\x02");
     const bool moment = d && (d->kind == SlotKind::kDate || d->kind == SlotKind::kTime);
     std::string part;
     if (first == "from" || first == "source" || first == "origin") part = "from " + v;
@@ -358,12 +359,6 @@ Template Build::UserTemplate(const ToolSpec& T) {
       part = f;
     }
     parts.push_back(part);
-  }
-  for (std::string& part : parts) {  // the "{slot}" of DateTimeOr as the marked slots of this template
-    for (size_t i = 0; (i = part.find('{', i)) != std::string::npos;) {
-      const size_t close = part.find('}', i);
-      part = part.substr(0, i) + "\x01" + part.substr(i + 1, close - i - 1) + "\x02" + part.substr(close + 1);
-    }
   }
   std::string text = TidySpaces(action);
   for (size_t i = 0; i < parts.size(); ++i) {

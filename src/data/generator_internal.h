@@ -125,7 +125,7 @@ struct Build {
   // A template of the lead ("can you ", "") then the escaped body: a question
   // when the lead asks one.
   Template LedTemplate(const std::string& lead, const std::string& body, const char* id) const;
-  std::string DateTimeOr(const ParamBinding& b, const std::string& single) const;
+  std::string SlotsOf(const ParamBinding& b, const std::string& open, const std::string& close) const;
   std::vector<std::string> UserActions(const Capability& c, const ToolSpec& T) const;
 
   // ---- values (gen_values.cc) -------------------------------------------------------------------
