@@ -270,18 +270,22 @@ void Session::PrepareSinks(std::string_view query, double* prefill_seconds, uint
   state_.reset();  // the old cache goes before the new one is allocated
   sink_block_.reset();
   ++sink_epoch_;
+  // Feeds the sink tokens into `st`, the confidence head's pool `conf` (reset) attached.
+  auto prefill = [&](DecoderState& st, ProbePool& conf) {
+    ProbePool* pools[1] = {&conf};
+    if (model_->confidence()) {
+      conf = ProbePool(*model_->confidence());
+      st.AttachPools(pools, 1);
+    }
+    model_->fast().Forward(st, p.ids, nullptr, false, pool_.get());
+    st.AttachPools(nullptr, 0);
+  };
   if (sink_blocks_ && p.sink_length > 0) {
     // The block of these sink tokens, shared; this state holds the window only.
     sink_block_ = sink_blocks_->Get(model_->fingerprint(), p.ids, [&] {
       auto block = std::make_unique<SinkBlock>();
       block->state = model_->fast().NewState({p.sink_length, 1, 32, false});
-      ProbePool* pools[1] = {&block->confidence};  // attached while the sink tokens are fed
-      if (model_->confidence()) {
-        block->confidence = ProbePool(*model_->confidence());
-        block->state->AttachPools(pools, 1);
-      }
-      model_->fast().Forward(*block->state, p.ids, nullptr, false, pool_.get());
-      block->state->AttachPools(nullptr, 0);
+      prefill(*block->state, block->confidence);
       return block;
     });
     state_ = model_->fast().NewState({p.sink_length, opt_.window, 32, false, sink_block_->state.get()});
@@ -289,12 +293,7 @@ void Session::PrepareSinks(std::string_view query, double* prefill_seconds, uint
     if (model_->confidence()) confidence_pool_ = sink_block_->confidence;
   } else {
     state_ = model_->fast().NewState({p.sink_length, opt_.window, 32, false});
-    if (model_->confidence()) {
-      confidence_pool_.Reset();
-      state_->AttachPools(confidence_pools_, 1);
-    }
-    Feed(p.ids, false);
-    state_->AttachPools(nullptr, 0);
+    prefill(*state_, confidence_pool_);
   }
   sink_ids_ = p.ids;
   if (model_->confidence()) confidence_at_sinks_ = confidence_pool_;

@@ -91,19 +91,22 @@ void WindowSinkCache::Restore(std::string_view& in) {
   tokens_ = header[0];
 }
 
+bool WindowSinkCache::SameSinkGeometry(const WindowSinkCache& o) const {
+  return o.g_.layers == g_.layers && o.g_.kv_heads == g_.kv_heads && o.g_.head_dim == g_.head_dim &&
+         o.g_.sink_capacity == g_.sink_capacity && o.g_.float_kv == g_.float_kv &&
+         o.token_ring_.size() == token_ring_.size() && o.engram_ring_.size() == engram_ring_.size();
+}
+
 void WindowSinkCache::ShareSinks(const WindowSinkCache& other) {
   const WindowSinkCache& o = other.sinks();  // a cache that shares reads its owner's rows: share those
-  if (!g_.shared_sinks || o.g_.shared_sinks || o.g_.layers != g_.layers || o.g_.kv_heads != g_.kv_heads ||
-      o.g_.head_dim != g_.head_dim || o.g_.sink_capacity != g_.sink_capacity || o.g_.float_kv != g_.float_kv) {
+  if (!g_.shared_sinks || o.g_.shared_sinks || !SameSinkGeometry(o)) {
     throw Error(ErrorCode::kInvalidArgument, "cache: sink rows can only be shared from a cache of the same geometry that owns them");
   }
   sinks_owner_ = &o;
 }
 
 void WindowSinkCache::StartAfterSinks(const WindowSinkCache& o) {
-  if (o.g_.layers != g_.layers || o.g_.kv_heads != g_.kv_heads || o.g_.head_dim != g_.head_dim ||
-      o.g_.sink_capacity != g_.sink_capacity || o.g_.float_kv != g_.float_kv ||
-      o.token_ring_.size() != token_ring_.size() || o.engram_ring_.size() != engram_ring_.size()) {
+  if (!SameSinkGeometry(o)) {
     throw Error(ErrorCode::kInvalidArgument, "cache: a sink block of another geometry");
   }
   if (o.tokens_ != g_.sink_capacity) {
@@ -120,9 +123,7 @@ void WindowSinkCache::CheckOwnsSinks(int64_t t) const {
 }
 
 void WindowSinkCache::CopyFrom(const WindowSinkCache& o, bool with_sinks) {
-  if (o.g_.layers != g_.layers || o.g_.kv_heads != g_.kv_heads || o.g_.head_dim != g_.head_dim ||
-      o.g_.sink_capacity != g_.sink_capacity || o.g_.window != g_.window || o.g_.float_kv != g_.float_kv ||
-      o.token_ring_.size() != token_ring_.size() || o.engram_ring_.size() != engram_ring_.size()) {
+  if (!SameSinkGeometry(o) || o.g_.window != g_.window) {
     throw Error(ErrorCode::kInvalidArgument, "cache copy: the caches have different geometries");
   }
   if (with_sinks && (g_.shared_sinks || o.g_.shared_sinks)) {

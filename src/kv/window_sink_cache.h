@@ -151,6 +151,9 @@ class WindowSinkCache {
   }
 
   const WindowSinkCache& sinks() const { return sinks_owner_ ? *sinks_owner_ : *this; }
+  // Layers, kv heads, head size, sink length, K/V precision and history sizes
+  // equal (the window may differ).
+  bool SameSinkGeometry(const WindowSinkCache& o) const;
   // A sink token stored here: only a cache that owns its sink rows takes one.
   void CheckOwnsSinks(int64_t t) const;
 
