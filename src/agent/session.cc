@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/utf8.h"
+#include "kv/budget.h"  // budget_window
 #include "io/tokenizer_blob.h"  // fixed marker ids
 #include "text/prompt.h"
 
@@ -213,6 +214,14 @@ std::vector<uint32_t> Session::SelectTools(std::string_view query) {
   return top;
 }
 
+std::vector<uint32_t>::iterator Session::LowestRanked(std::vector<uint32_t>& selection) const {
+  if (tool_scores_.size() != tools_.size()) return selection.end() - 1;  // no ranking: the last declared
+  auto lowest = selection.begin();
+  for (auto it = selection.begin(); it != selection.end(); ++it)
+    if (tool_scores_[*it] <= tool_scores_[*lowest]) lowest = it;
+  return lowest;
+}
+
 std::vector<float> Session::ScoreTools(std::string_view query) {
   const uint32_t n = static_cast<uint32_t>(tools_.size());
   const HeadWeights* head = model_->contrastive();
@@ -258,15 +267,32 @@ std::vector<float> Session::ScoreTools(std::string_view query) {
 
 void Session::PrepareSinks(std::string_view query, double* prefill_seconds, uint64_t* prefill_tokens) {
   std::vector<uint32_t> selection = SelectTools(query);
-  if (state_ && !sinks_dirty_ && selection == active_) return;
+  if (state_ && !sinks_dirty_ && selection == selected_) return;
   const auto t0 = Clock::now();
+  selected_ = selection;
   std::string facts = RenderSystemFacts(facts_);
   for (const std::string& pin : pins_) facts.append(facts.empty() ? "" : "\n").append(pin);
-  nlohmann::ordered_json chosen = nlohmann::ordered_json::array();
-  for (uint32_t i : selection) chosen.push_back(tools_[i]);
   const PromptEncoder enc(model_->tokenizer());
   EncodedPrompt p;
-  enc.BeginSession(p, facts, RenderToolsJson(chosen));
+  // The pinned block must fit the KV budget beside the window: while it does
+  // not, the lowest-ranked chosen tool is left out (the grammar then names
+  // only the tools that stayed). One tool alone that does not fit is the
+  // budget error NewState names.
+  const uint32_t window = opt_.window ? opt_.window : model_->fast().window();
+  const uint64_t budget = budget_window(model_->config());
+  for (;;) {
+    nlohmann::ordered_json chosen = nlohmann::ordered_json::array();
+    for (uint32_t i : selection) chosen.push_back(tools_[i]);
+    p = EncodedPrompt{};
+    enc.BeginSession(p, facts, RenderToolsJson(chosen));
+    if (selection.size() <= 1 || uint64_t{p.sink_length} + window <= budget) break;
+    selection.erase(LowestRanked(selection));
+  }
+  if (selection.size() < selected_.size()) {
+    const std::string w = "retrieval: " + std::to_string(selection.size()) + " of the " +
+                          std::to_string(selected_.size()) + " chosen tools fit the KV budget beside the window; the others were left out";
+    if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(w);
+  }
   state_.reset();  // the old cache goes before the new one is allocated
   sink_block_.reset();
   ++sink_epoch_;

@@ -242,6 +242,8 @@ class Session {
   std::vector<uint32_t> SelectTools(std::string_view query);
   // Contrastive similarity of the query to every declared tool (embeddings cached).
   std::vector<float> ScoreTools(std::string_view query);
+  // The tool of `selection` retrieval ranked lowest (the last one without a ranking).
+  std::vector<uint32_t>::iterator LowestRanked(std::vector<uint32_t>& selection) const;
   float BestNameScore() const;
   // A call of this turn named `tool`: the query's retrieval score has been
   // used on it, so a later call of the turn gets no push towards it (its
@@ -304,6 +306,7 @@ class Session {
   DecoderState* decoding_ = nullptr;  // what Feed feeds: state_ (null), or a beam search hypothesis's
   bool sinks_dirty_ = true;         // setup changed since the sinks were built
   std::vector<uint32_t> active_;    // tools in the sink block
+  std::vector<uint32_t> selected_;  // what retrieval chose for them (active_ less the tools the budget left out)
   uint32_t turns_ = 0;              // turns since the sinks (0: next query is the first)
   EnvelopeType last_type_ = EnvelopeType::kRefuse;
   std::unique_ptr<DecoderState> embed_state_;  // retrieval embeddings (no sinks)

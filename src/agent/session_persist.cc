@@ -42,7 +42,7 @@ std::vector<uint32_t> HeaderIndices(const nlohmann::ordered_json& head, const ch
 
 void Session::Save(const std::string& path) const {
   nlohmann::ordered_json head = {{"model", model_->fingerprint()}, {"tools", tools_}, {"system", facts_},
-                                 {"pins", pins_},    {"active", active_}, {"turns", turns_},
+                                 {"pins", pins_},    {"active", active_}, {"selected", selected_}, {"turns", turns_},
                                  {"last_type", int(last_type_)}, {"has_state", state_ != nullptr && !sinks_dirty_},
                                  {"sink_length", state_ ? state_->sink_length() : 0}, {"window", opt_.window},
                                  {"copy_texts", evidence_.texts()}, {"copy_text_requests", evidence_.request_flags()}, {"chain_called", chain_called_},
@@ -131,6 +131,11 @@ void Session::RestoreOrThrow(const std::string& path) {
     active_ = HeaderIndices(head, "active");
     for (uint32_t i : active_) {
       if (i >= tools_.size()) throw Error(ErrorCode::kInvalidArgument, "session: active tool index out of range");
+    }
+    // Files written before the budget fit have no "selected": retrieval's choice was the active set.
+    selected_ = head.contains("selected") ? HeaderIndices(head, "selected") : active_;
+    for (uint32_t i : selected_) {
+      if (i >= tools_.size()) throw Error(ErrorCode::kInvalidArgument, "session: selected tool index out of range");
     }
     RestrictToActiveTools();
     sinks_dirty_ = false;

@@ -18,6 +18,7 @@
 #include "grammar/copy_source.h"  // CopySource::IsWordByte
 #include "grammar/validate.h"
 #include "io/tokenizer_blob.h"  // kThinkEndId, kToolCallId
+#include "kv/budget.h"            // budget_window
 
 namespace needle {
 namespace {
@@ -478,6 +479,48 @@ TEST(Session, TwoHundredTools) {
   const Envelope e = s.Query("call t17");
   ASSERT_TRUE(e.success()) << e.Dump();
   EXPECT_EQ(s.active_tools().size(), 5u);
+}
+
+// Chosen tools whose block overflows the KV budget beside the window: the
+// best-ranked ones that fit are pinned (a warning says so), not an error; one
+// tool that alone does not fit is still the budget error.
+TEST(Session, ChosenToolsBeyondTheBudgetKeepTheBestRanked) {
+  auto model = testing::AgentModel(16);
+  const uint64_t sinks = budget_window(model->config()) - model->fast().window();
+  std::string description;  // about 40% of the sink budget: two such tools fit, three do not
+  while (model->tokenizer().Encode(description).size() < sinks * 2 / 5) description += "Reads the garden sensors and reports them. ";
+  ordered_json tools = ordered_json::array();
+  for (int i = 0; i < 5; ++i) {
+    tools.push_back({{"name", "tool_" + std::to_string(i)},
+                     {"description", (i == 3 ? "Turns on the kitchen lights. " : "") + description},
+                     {"parameters", {{"type", "object"}, {"properties", {{"x", {{"type", "integer"}}}}}}}});
+  }
+  Session s(model, Small());
+  s.SetTools(tools);
+  const Envelope e = s.Query("turn on the kitchen lights");
+  ASSERT_TRUE(e.success()) << e.Dump();
+  ASSERT_EQ(s.active_tools().size(), 2u);
+  const std::vector<float>& scores = s.tool_scores();
+  ASSERT_EQ(scores.size(), tools.size());
+  std::vector<uint32_t> ranked = {0, 1, 2, 3, 4};
+  std::stable_sort(ranked.begin(), ranked.end(), [&](uint32_t a, uint32_t b) { return scores[a] > scores[b]; });
+  std::vector<uint32_t> best = {ranked[0], ranked[1]};
+  std::sort(best.begin(), best.end());
+  EXPECT_EQ(s.active_tools(), best);
+  bool warned = false;
+  for (const std::string& w : s.warnings()) warned = warned || w.find("2 of the 5 chosen tools fit the KV budget") != std::string::npos;
+  EXPECT_TRUE(warned);
+  for (const auto& c : e.function_calls)
+    EXPECT_TRUE(c["name"] == tools[best[0]]["name"] || c["name"] == tools[best[1]]["name"]) << c.dump();
+  // The same request again reuses the pinned block: no tool is prefilled again.
+  const Envelope again = s.Query("turn on the kitchen lights");
+  ASSERT_TRUE(again.success());
+  EXPECT_LT(again.prefill_tokens, e.prefill_tokens - e.sink_tokens / 2) << again.Dump();
+  // One tool alone beyond the budget.
+  Session one(model, Small());
+  one.SetTools(ordered_json::array({{{"name", "huge"}, {"description", description + description + description},
+                                     {"parameters", {{"type", "object"}}}}}));
+  EXPECT_EQ(one.Query("hi").error_code, "budget_exceeded");
 }
 
 TEST(Session, PinnedSpanGrowsTheSinks) {

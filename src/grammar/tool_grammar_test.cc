@@ -13,6 +13,7 @@
 namespace needle::grammar {
 namespace {
 
+using testing::CallText;
 using testing::OnePropTools;
 using testing::ValueRejectAt;
 
@@ -45,7 +46,6 @@ TEST(Schema, MalformedSchemasNameToolAndPath) {
       {R"({"type":"integer","minimum":1,"maximum":4,"multipleOf":5})", "x: no multiple of 5"},
       {R"({"enum":[]})", "x.enum: expected a non-empty array"},
       {R"({"enum":"a"})", "x.enum: expected a non-empty array"},
-      {R"({"type":"string","enum":[1,2]})", "x: no enum/const value has the declared type"},
       {R"({"enum":["a"],"const":"b"})", "x.const: is not one of enum"},
       {R"({"type":"string","minLength":5,"maxLength":2})", "x: minLength is greater than maxLength"},
       {R"({"type":"string","maxLength":-1})", "x.maxLength: expected a non-negative integer"},
@@ -74,6 +74,53 @@ TEST(Schema, MalformedSchemasNameToolAndPath) {
     EXPECT_TRUE(Contains(msg, c.expect)) << c.schema << " -> " << msg;
     EXPECT_EQ(code, ErrorCode::kInvalidArgument) << c.schema;
   }
+}
+
+// Declarations JSON Schema would make unsatisfiable, as real tool sets write
+// them: read for what they evidently mean, with a warning, so that one such
+// parameter does not reject every other tool.
+TEST(Schema, AnEnumThatContradictsItsTypeIsReadAsItsValues) {
+  auto warned = [](const char* schema) {
+    for (const std::string& w : WarningsOf(OnePropTools(schema)))
+      if (Contains(w, "parameters.properties.x")) return true;
+    return false;
+  };
+  // Strings that spell values of the declared type are admitted in that type; the rest as written.
+  const char* integer = R"({"type":"integer","enum":["1","2","dontcare"]})";
+  EXPECT_TRUE(warned(integer));
+  EXPECT_EQ(ValueRejectAt(integer, "2"), -1);
+  EXPECT_EQ(ValueRejectAt(integer, R"("dontcare")"), -1);
+  EXPECT_NE(ValueRejectAt(integer, R"("2")"), -1);
+  EXPECT_NE(ValueRejectAt(integer, "3"), -1);
+  const char* boolean = R"({"type":"boolean","enum":["True","False","dontcare"]})";
+  EXPECT_EQ(ValueRejectAt(boolean, "true"), -1);
+  EXPECT_EQ(ValueRejectAt(boolean, "false"), -1);
+  EXPECT_EQ(ValueRejectAt(boolean, R"("dontcare")"), -1);
+  EXPECT_NE(ValueRejectAt(boolean, R"("True")"), -1);
+  const char* string = R"({"type":"string","enum":[1,2]})";
+  EXPECT_EQ(ValueRejectAt(string, R"("1")"), -1);
+  EXPECT_NE(ValueRejectAt(string, "1"), -1);
+  // Nothing spelled: the values as written ("01" is no spelled integer).
+  const char* groups = R"({"type":"integer","enum":["Group A","01"]})";
+  EXPECT_EQ(ValueRejectAt(groups, R"("Group A")"), -1);
+  EXPECT_EQ(ValueRejectAt(groups, R"("01")"), -1);
+  EXPECT_NE(ValueRejectAt(groups, "1"), -1);
+  // An array's enum of scalars lists its items' values.
+  const char* array = R"({"type":"array","items":{"type":"string"},"enum":["co2","noise"]})";
+  EXPECT_TRUE(warned(array));
+  EXPECT_EQ(ValueRejectAt(array, R"(["noise","co2"])"), -1);
+  EXPECT_NE(ValueRejectAt(array, R"(["pm10"])"), -1);
+  EXPECT_NE(ValueRejectAt(array, R"("co2")"), -1);
+  const char* own = R"({"type":"array","items":{"enum":["a"]},"enum":["b"]})";
+  EXPECT_EQ(ValueRejectAt(own, R"(["a"])"), -1);
+  EXPECT_NE(ValueRejectAt(own, R"(["b"])"), -1);
+  // A satisfiable declaration keeps JSON Schema's reading: only the values of the type.
+  EXPECT_FALSE(warned(R"({"type":"integer","enum":[1,"dontcare"]})"));
+  EXPECT_NE(ValueRejectAt(R"({"type":"integer","enum":[1,"dontcare"]})", R"("dontcare")"), -1);
+  // The validator reads the declaration the same way.
+  const std::string tools = OnePropTools(boolean);
+  EXPECT_FALSE(ValidateCall(CallText("t", R"({"x":true})"), tools).has_value());
+  EXPECT_TRUE(ValidateCall(CallText("t", R"({"x":"yes"})"), tools).has_value());
 }
 
 TEST(Schema, MalformedDeclarations) {
