@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/utf8.h"
+#include "grammar/schema_compose.h"
 #include "kv/budget.h"  // budget_window
 #include "io/tokenizer_blob.h"  // fixed marker ids
 #include "text/prompt.h"
@@ -75,7 +76,10 @@ void Session::SetToolsJson(std::string_view tools_json) {
 }
 
 void Session::SetTools(const nlohmann::ordered_json& tools_in) {
-  const nlohmann::ordered_json tools = ToolsArray(tools_in);
+  // Composition ($ref, allOf, anyOf, nullable) rewritten once, so the prompt,
+  // the rules and retrieval read the same plain schemas as the grammar.
+  std::vector<std::string> composition_warnings;
+  const nlohmann::ordered_json tools = grammar::ComposeToolSchemas(ToolsArray(tools_in), &composition_warnings);
   if (!tools.is_array()) throw Error(ErrorCode::kInvalidArgument, "tools: expected a JSON array of tool schemas");
   RenderToolsJson(tools);  // validates names/shape with the prompt's rules
   auto grammar = grammar::ToolGrammar::Compile(nlohmann::json::parse(tools.dump()));
@@ -86,7 +90,8 @@ void Session::SetTools(const nlohmann::ordered_json& tools_in) {
   takes_id_.clear();
   for (const auto& t : tools_) takes_id_.push_back(TakesAnIdentifier(t));
   grammar_ = std::move(grammar);
-  warnings_ = grammar_->warnings();
+  warnings_ = std::move(composition_warnings);
+  warnings_.insert(warnings_.end(), grammar_->warnings().begin(), grammar_->warnings().end());
   matcher_ = std::make_unique<grammar::GrammarMatcher>(grammar_, model_->trie());
   evidence_.SetTools(grammar_, tools_);
   call_rules_.SetTools(*grammar_);

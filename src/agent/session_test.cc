@@ -461,11 +461,11 @@ TEST(Session, EmptyToolListAlwaysRefuses) {
 
 TEST(Session, UnsupportedKeywordWarns) {
   Session s(testing::AgentModel(12), Small());
-  s.SetToolsJson(R"([{"name":"f","parameters":{"type":"object","properties":{"a":{"anyOf":[{"type":"string"}]}}}}])");
+  s.SetToolsJson(R"([{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","not":{"maxLength":1}}}}}])");
   ASSERT_FALSE(s.warnings().empty());
   const Envelope e = s.Query("do f");
   ASSERT_TRUE(e.success());
-  EXPECT_NE(e.Dump().find("anyOf"), std::string::npos);
+  EXPECT_NE(e.Dump().find("keyword 'not' is not supported"), std::string::npos);
 }
 
 TEST(Session, TwoHundredTools) {
@@ -521,6 +521,27 @@ TEST(Session, ChosenToolsBeyondTheBudgetKeepTheBestRanked) {
   one.SetTools(ordered_json::array({{{"name", "huge"}, {"description", description + description + description},
                                      {"parameters", {{"type", "object"}}}}}));
   EXPECT_EQ(one.Query("hi").error_code, "budget_exceeded");
+}
+
+// Tools written with $defs/$ref and anyOf (Pydantic, the OpenAI SDK): the
+// session holds them composed, so the prompt, the rules and retrieval read the
+// schema the grammar enforces; what could not be rewritten is a warning.
+TEST(Session, ComposedSchemasAreWhatTheSessionReads) {
+  Session s(testing::AgentModel(17), Small());
+  s.SetToolsJson(R"([{"name":"ship","description":"Ship a parcel","parameters":{"type":"object",
+      "$defs":{"Address":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}},
+      "properties":{"to":{"$ref":"#/$defs/Address"},"kg":{"anyOf":[{"type":"number"},{"type":"null"}]},
+                    "via":{"$ref":"#/$defs/Nowhere"}},"required":["to"]}}])");
+  const ordered_json& p = s.tools()[0]["parameters"];
+  EXPECT_FALSE(p.contains("$defs"));
+  EXPECT_EQ(p["properties"]["to"]["properties"]["city"]["type"], "string");
+  EXPECT_EQ(p["properties"]["kg"]["type"], ordered_json::array({"number", "null"}));
+  ASSERT_EQ(s.warnings().size(), 1u);
+  EXPECT_NE(s.warnings()[0].find("tool 'ship': parameters.properties.via: reference '#/$defs/Nowhere' does not resolve"),
+            std::string::npos) << s.warnings()[0];
+  const Envelope e = s.Query("ship it to Lisbon");
+  ASSERT_TRUE(e.success()) << e.Dump();
+  for (const auto& c : e.function_calls) EXPECT_TRUE(c["arguments"]["to"].is_object()) << c.dump();
 }
 
 TEST(Session, PinnedSpanGrowsTheSinks) {

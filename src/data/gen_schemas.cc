@@ -10,6 +10,7 @@
 #include "data/generator_internal.h"  // Build
 #include "data/names.h"               // SynthesizeSpelling, SynthesizeParams, NameBucket, HumanizeName
 #include "data/words.h"               // Lower, SplitIdentifier, JoinIdentifier
+#include "grammar/schema_compose.h"   // ComposeToolSchemas
 
 namespace needle::data {
 
@@ -430,9 +431,12 @@ SlotDef UserSlot(const std::string& pname, const ojson& prop, const Catalogue& c
 }  // namespace
 
 void Generator::SetUserTools(const ojson& tools_in) {
-  const ojson& tools = tools_in.is_object() && tools_in.contains("tools") ? tools_in["tools"] : tools_in;
-  if (!tools.is_array() || tools.empty())
+  const ojson& listed = tools_in.is_object() && tools_in.contains("tools") ? tools_in["tools"] : tools_in;
+  if (!listed.is_array() || listed.empty())
     throw Error(ErrorCode::kInvalidArgument, "--tools: expected a non-empty JSON array of tool schemas");
+  // $ref, allOf, anyOf and nullable read as the engine reads them (its session warns of the rest).
+  std::vector<std::string> composition_warnings;
+  const ojson tools = grammar::ComposeToolSchemas(listed, &composition_warnings);
   std::set<std::string> seen;
   for (size_t i = 0; i < tools.size(); ++i)
     user_tools_.push_back(OwnTool(tools[i], "--tools: tool " + std::to_string(i), "user", "user", seen));

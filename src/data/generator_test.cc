@@ -308,6 +308,33 @@ TEST(UserTools, ExamplesForAUsersOwnSchemas) {
   EXPECT_THROW(gen.SetUserTools(ojson::parse(R"([{"description": "no name"}])")), Error);
 }
 
+// Schemas written with $defs/$ref and anyOf (Pydantic, the OpenAI SDK) give
+// examples as the engine reads them: the referenced model's fields, typed.
+TEST(UserTools, ReferencedModelsAreComposedFirst) {
+  const ojson tools = ojson::parse(R"([{"name": "book_table", "description": "Book a restaurant table.",
+     "parameters": {"type": "object", "$defs": {"Size": {"type": "integer", "minimum": 1, "maximum": 12}},
+      "properties": {"party_size": {"$ref": "#/$defs/Size", "description": "Number of guests"},
+                     "restaurant": {"type": "string", "description": "Restaurant name"},
+                     "time": {"anyOf": [{"type": "string", "format": "time"}, {"type": "null"}]}},
+      "required": ["party_size", "restaurant"]}}])");
+  Generator gen(Cat(), GeneratorOptions{5, Split::kTrain});
+  gen.SetUserTools(tools);
+  size_t calls = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    const Example e = gen.Generate(i);
+    EXPECT_EQ(e.json["tools"].dump().find("$ref"), std::string::npos) << e.json["tools"].dump();
+    const auto problems = ValidateCalls(e.json["answers"], e.json["tools"]);
+    ASSERT_TRUE(problems.empty()) << problems[0] << "\n" << e.json.dump();
+    for (const auto& c : e.json["answers"]) {
+      ++calls;
+      ASSERT_TRUE(c["arguments"]["party_size"].is_number_integer()) << c.dump();
+      EXPECT_GE(c["arguments"]["party_size"].get<int>(), 1) << c.dump();
+      EXPECT_LE(c["arguments"]["party_size"].get<int>(), 12) << c.dump();
+    }
+  }
+  EXPECT_GE(calls, 100u);
+}
+
 // Requests for the user's tools are phrased from the descriptions, with the
 // values a person would give where a person says them (issue J, item 1e).
 TEST(UserTools, RequestsReadLikePeopleAndValuesFollowTheDescriptions) {

@@ -9,6 +9,7 @@
 
 #include "base/error.h"      // Error
 #include "grammar/number.h"  // number prefix viability
+#include "grammar/schema_compose.h"
 
 namespace needle::grammar {
 
@@ -852,7 +853,9 @@ class SchemaCompiler {
 std::shared_ptr<const ToolGrammar> ToolGrammar::Compile(const json& tools, const GrammarOptions& options) {
   auto g = std::make_shared<ToolGrammar>();
   g->options_ = options;
-  SchemaCompiler(*g).Run(tools);
+  // Composition ($ref, allOf, anyOf, nullable) first; already composed tools pass unchanged.
+  const nlohmann::ordered_json composed = ComposeToolSchemas(nlohmann::ordered_json(tools), &g->warnings_);
+  SchemaCompiler(*g).Run(json(composed));
   return g;
 }
 
