@@ -129,6 +129,12 @@ void PromptEncoder::BeginSession(EncodedPrompt& p, std::string_view facts, std::
   p.sink_length = static_cast<uint32_t>(p.ids.size());
 }
 
+void PromptEncoder::BeginText(EncodedPrompt& p) const {
+  p.ids.assign(1, tok_.bos_id());
+  p.target.assign(1, 0);
+  p.sink_length = 0;
+}
+
 void PromptEncoder::AppendContext(EncodedPrompt& p, std::string_view text) const {
   std::vector<int32_t> ids;
   tok_.EncodeContinuation(text, ids);
@@ -146,6 +152,13 @@ void PromptEncoder::AppendTarget(EncodedPrompt& p, std::string_view text) const 
 
 EncodedPrompt EncodeExample(const PromptEncoder& enc, const nlohmann::ordered_json& ex) {
   if (!ex.is_object()) Bad("example: expected a JSON object");
+  if (ex.contains("text") && !ex.contains("query")) {  // plain prose: BOS, the text and EOS, all of it targets
+    if (!ex["text"].is_string() || ex["text"].get_ref<const std::string&>().empty()) Bad("example: \"text\" must be a non-empty string");
+    EncodedPrompt p;
+    enc.BeginText(p);
+    enc.AppendTarget(p, ex["text"].get<std::string>());
+    return p;
+  }
   if (!ex.contains("query") || !ex["query"].is_string()) Bad("example: expected a string \"query\"");
   if (!ex.contains("tools")) Bad("example: expected \"tools\"");
   EncodedPrompt p;

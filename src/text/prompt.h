@@ -65,6 +65,8 @@ class PromptEncoder {
   explicit PromptEncoder(const Tokenizer& tok) : tok_(tok) {}
   // Starts a prompt: BOS and the sink block.
   void BeginSession(EncodedPrompt& p, std::string_view facts, std::string_view tools_json) const;
+  // Starts plain text: BOS alone, no sink block.
+  void BeginText(EncodedPrompt& p) const;
   // Appends text (not a target) or a target (then EOS, also a target).
   void AppendContext(EncodedPrompt& p, std::string_view text) const;
   void AppendTarget(EncodedPrompt& p, std::string_view text) const;
@@ -75,7 +77,9 @@ class PromptEncoder {
 
 // One JSONL training example (SPEC §12: query, tools, answers, reasoning?, system?)
 // rendered as the first-turn prompt plus its target, then each of its `turns`
-// (docs/data-format.md: a tool result or a new query, then the answer).
+// (docs/data-format.md: a tool result or a new query, then the answer). A
+// {"text": ...} line without a query is plain prose (generate-data --prose):
+// BOS, the text and EOS, every token after BOS a target.
 EncodedPrompt EncodeExample(const PromptEncoder& enc, const nlohmann::ordered_json& example);
 
 }  // namespace needle

@@ -90,6 +90,23 @@ TEST(Prompt, SessionsRenderEveryTurn) {
   EXPECT_THROW(EncodeExample(enc, nlohmann::ordered_json::parse(R"({"query":"q","tools":[],"turns":[{"answers":[]}]})")), Error);
 }
 
+// generate-data --prose lines: BOS, the text, EOS; every token after BOS a
+// target, no sink block.
+TEST(Prompt, ProseIsPlainTextWithEveryTokenATarget) {
+  const Tokenizer tok(ReadSentencePieceModelFile(kGolden + "/tokenizer.model"));
+  const PromptEncoder enc(tok);
+  const EncodedPrompt p = EncodeExample(enc, nlohmann::ordered_json::parse(R"({"text":"dog, domestic dog: a member of the genus Canis"})"));
+  ASSERT_GE(p.ids.size(), 4u);
+  EXPECT_EQ(p.ids.front(), tok.bos_id());
+  EXPECT_EQ(p.ids.back(), tok.eos_id());
+  EXPECT_EQ(p.sink_length, 0u);
+  EXPECT_EQ(p.target[0], 0);
+  EXPECT_EQ(std::count(p.target.begin(), p.target.end(), 1), long(p.ids.size()) - 1);
+  EXPECT_EQ(tok.Decode(std::vector<int32_t>(p.ids.begin() + 1, p.ids.end() - 1)), "dog, domestic dog: a member of the genus Canis");
+  EXPECT_THROW(EncodeExample(enc, nlohmann::ordered_json::parse(R"({"text":""})")), Error);
+  EXPECT_THROW(EncodeExample(enc, nlohmann::ordered_json::parse(R"({"text":5})")), Error);
+}
+
 TEST(Prompt, RefusalRendersEmptyArray) {
   EXPECT_EQ(RenderCallsJson(nlohmann::ordered_json::array()), "[]");
   EXPECT_EQ(AssistantTargetText("", "[]"), "<think></think>\n<tool_call>[]</tool_call><|im_end|>");

@@ -7,9 +7,50 @@
 #include "commands.h"
 #include "data/catalogue.h"  // Catalogue
 #include "data/generator.h"  // Generator
+#include "data/prose.h"      // WordNetGlossTexts, PackageDescriptionTexts, DrawProse
+#include "data/wordnet.h"    // WordNet::kDefaultDir
 #include "data/stats.h"      // DataStats
 
 namespace needle::cli {
+
+namespace {
+
+// Writes `num` texts of data/prose.h as {"text"} lines.
+int WriteProse(const Args& args, long long num, long long seed, const std::string& out,
+               std::chrono::steady_clock::time_point t0) {
+  for (const char* other : {"tools", "mix", "long-sessions", "stats", "meta"})
+    if (args.Has(other)) throw Error(ErrorCode::kInvalidArgument, std::string("generate-data: --") + other + " does not apply to --prose");
+  if (out.empty()) throw Error(ErrorCode::kInvalidArgument, "generate-data: --prose needs --out FILE");
+  std::vector<std::string> texts = data::WordNetGlossTexts(args.Get("wordnet-dir", data::WordNet::kDefaultDir));
+  const size_t glosses = texts.size();
+  std::string lists = args.Get("packages", "/var/lib/dpkg/status");
+  for (size_t at = 0; at <= lists.size();) {
+    const size_t comma = std::min(lists.find(',', at), lists.size());
+    if (comma > at) {
+      std::vector<std::string> more = data::PackageDescriptionTexts(lists.substr(at, comma - at));
+      texts.insert(texts.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
+    at = comma + 1;
+  }
+  const size_t descriptions = texts.size() - glosses;
+  const std::vector<std::string> drawn = data::DrawProse(std::move(texts), static_cast<uint64_t>(num), static_cast<uint64_t>(seed));
+  std::string body;
+  for (const std::string& t : drawn) body += data::ojson{{"text", t}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (out == "-") {
+    std::fwrite(body.data(), 1, body.size(), stdout);
+  } else {
+    std::ofstream file(out + ".tmp", std::ios::binary | std::ios::trunc);
+    file.write(body.data(), static_cast<std::streamsize>(body.size()));
+    file.close();
+    if (!file || std::rename((out + ".tmp").c_str(), out.c_str()) != 0) throw Error(ErrorCode::kIo, "generate-data: cannot write " + out);
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "needle generate-data: %zu prose texts (seed %lld; from %zu WordNet glosses and %zu package descriptions) -> %s in %.1f s\n",
+               drawn.size(), seed, glosses, descriptions, out.c_str(), secs);
+  return 0;
+}
+
+}  // namespace
 
 int RunGenerateData(int argc, char** argv) {
   Args args("generate-data", "--num N --seed S --split train|val|test --out FILE.jsonl [flags]",
@@ -32,6 +73,10 @@ int RunGenerateData(int argc, char** argv) {
                                    "single 47, parallel 7, refuse_offtopic 2.8, refuse_offdomain 2.8, refuse_nearmiss 3.4,\n"
                                    "refuse_enum 1.4, refuse_missing 1.3, extraction 8, session 11, invented 7, api 12"},
              {"wordnet-dir", "DIR", "WordNet's dict files (default /usr/share/wordnet; Debian: wordnet-base)"},
+             {"prose", "", "general English instead of tool calls: {\"text\"} lines of WordNet's glosses and Debian's\n"
+                           "package descriptions, for a language stage before the tool-calling data (data/prose.h)"},
+             {"packages", "FILE,...", "with --prose: files of Debian's control format to read descriptions from\n"
+                                      "(default /var/lib/dpkg/status; `apt-cache dumpavail > FILE` lists every package)"},
              {"data", "DIR", "catalogue directory (default: $NEEDLE_DATA_DIR, else an installed copy's share/needle/data, else the source tree's data/)"}});
   if (!args.Parse(argc, argv)) return 0;
   if (!args.positionals().empty())
@@ -46,6 +91,7 @@ int RunGenerateData(int argc, char** argv) {
   if (out.empty() && !stats) throw Error(ErrorCode::kInvalidArgument, "generate-data: --out FILE is required (or --stats)");
 
   const auto t0 = std::chrono::steady_clock::now();
+  if (args.Has("prose")) return WriteProse(args, num, seed, out, t0);
   const data::Catalogue cat = data::Catalogue::Load(args.Get("data", data::DefaultDataDir()));
   data::GeneratorOptions opt;
   opt.seed = static_cast<uint64_t>(seed);
