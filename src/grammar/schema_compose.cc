@@ -1,6 +1,7 @@
 #include "grammar/schema_compose.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -21,6 +22,46 @@ bool IsAnnotationKey(const std::string& k) {
 bool TypesOverlap(const std::string& a, const std::string& b) {
   auto numeric = [](const std::string& t) { return t == "integer" || t == "number"; };
   return a == b || (numeric(a) && numeric(b));
+}
+
+// Whether v is a value of JSON Schema type t (an integral float is an integer).
+bool HasSchemaType(const ojson& v, const std::string& t) {
+  if (t == "string") return v.is_string();
+  if (t == "integer")
+    return v.is_number_integer() || v.is_number_unsigned() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+  if (t == "number") return v.is_number();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "null") return v.is_null();
+  if (t == "array") return v.is_array();
+  if (t == "object") return v.is_object();
+  return false;
+}
+
+// The value of type t that v spells exactly, if any: a string of digits as an
+// integer or number, "true"/"True" and "false"/"False" as booleans, a number
+// or boolean as its JSON text for a string.
+std::optional<ojson> SpelledAs(const ojson& v, const std::string& t) {
+  if (t == "string" && (v.is_number() || v.is_boolean())) return ojson(v.dump());
+  if (!v.is_string()) return std::nullopt;
+  const std::string& s = v.get_ref<const std::string&>();
+  if (t == "boolean") {
+    if (s == "true" || s == "True") return ojson(true);
+    if (s == "false" || s == "False") return ojson(false);
+    return std::nullopt;
+  }
+  if (t != "integer" && t != "number") return std::nullopt;
+  const ojson parsed = ojson::parse(s, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_number() || parsed.dump() != s) return std::nullopt;  // "01", "1e3", " 2" are not spelled numbers
+  return HasSchemaType(parsed, t) ? std::optional<ojson>(parsed) : std::nullopt;
+}
+
+const char* TypeOfValue(const ojson& v) {
+  if (v.is_string()) return "string";
+  if (v.is_boolean()) return "boolean";
+  if (v.is_null()) return "null";
+  if (v.is_array()) return "array";
+  if (v.is_object()) return "object";
+  return v.is_number_integer() || v.is_number_unsigned() ? "integer" : "number";
 }
 
 class Composer {
@@ -72,7 +113,62 @@ class Composer {
       if (s["nullable"] == true) AddNull(s);
       s.erase("nullable");
     }
+    ReadContradictoryEnum(s, path);
     return s;
+  }
+
+  // An enum none of whose values has the declared type admits nothing as
+  // JSON Schema reads it, yet real tool sets write them ({"type": "boolean",
+  // "enum": ["True", "False", "dontcare"]}, an array whose enum lists its
+  // items). Rejecting the tool set for one of them loses every other tool,
+  // so the declaration is read for what it evidently means, with a warning:
+  // an array's scalar enum lists its items' values; otherwise each value is
+  // taken in a declared type it spells exactly ("2" as 2, "True" as true, 7
+  // as "7"), else as written, and the type widened to what the enum holds.
+  void ReadContradictoryEnum(ojson& s, const std::string& path) {
+    if (!s.contains("type") || s.contains("enum") == s.contains("const")) return;  // (both: the compiler judges)
+    std::vector<std::string> types;
+    const ojson& declared = s["type"];
+    if (declared.is_string()) types.push_back(declared.get<std::string>());
+    for (const ojson& t : declared.is_array() ? declared : ojson::array()) {
+      if (!t.is_string()) return;
+      types.push_back(t.get<std::string>());
+    }
+    const ojson values = s.contains("enum") ? s["enum"] : ojson::array({s["const"]});
+    if (types.empty() || !values.is_array() || values.empty()) return;
+    for (const ojson& v : values)
+      for (const std::string& t : types)
+        if (HasSchemaType(v, t)) return;  // satisfiable: JSON Schema's reading stands
+    const bool array_values = std::any_of(values.begin(), values.end(), [](const ojson& v) { return v.is_array(); });
+    if (std::count(types.begin(), types.end(), "array") && !array_values) {
+      s.erase("enum");
+      s.erase("const");
+      if (s.contains("items") && (!s["items"].is_object() || s["items"].contains("enum") || s["items"].contains("const"))) {
+        Warn(path, "enum values are not arrays and the items say which values they take; the array's enum is ignored");
+      } else {
+        Warn(path, "enum values are not arrays; read as the values of the array's items");
+        if (!s.contains("items")) s["items"] = ojson::object();
+        s["items"]["enum"] = values;
+      }
+      return;
+    }
+    ojson admitted = ojson::array();
+    for (const ojson& v : values) {
+      ojson written = v;
+      for (const std::string& t : types)
+        if (std::optional<ojson> spelled = SpelledAs(v, t)) {
+          written = std::move(*spelled);
+          break;
+        }
+      if (std::find(admitted.begin(), admitted.end(), written) == admitted.end()) admitted.push_back(std::move(written));
+      const std::string t = TypeOfValue(admitted.back());
+      if (std::none_of(types.begin(), types.end(), [&](const std::string& u) { return u == t || (u == "number" && t == "integer"); }))
+        types.push_back(t);
+    }
+    Warn(path, "no enum value has the declared type; each is read in that type where it spells one, else as written");
+    s.erase("const");
+    s["enum"] = std::move(admitted);
+    s["type"] = types.size() == 1 ? ojson(types[0]) : ojson(types);
   }
 
   // The rewritten target of a reference, or {} (any value) with a warning.

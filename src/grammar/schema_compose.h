@@ -1,6 +1,7 @@
-// Schema composition rewritten into the keywords the grammar compiles
-// (tool_grammar.h), before anything reads a tool's schema: the grammar, the
-// prompt, the call rules and retrieval then all see one plain schema.
+// Schema composition (and contradictions real tool sets write) rewritten into
+// the keywords the grammar compiles (tool_grammar.h), before anything reads a
+// tool's schema: the grammar, the prompt, the call rules and retrieval then
+// all see one plain schema.
 //
 // Tool sets written by code use composition: Pydantic and the OpenAI SDK
 // emit `$defs` + `$ref` for nested models and `anyOf: [X, {"type": "null"}]`
@@ -21,6 +22,12 @@
 //     Branches that share a type or two enums stay as they are (the grammar
 //     warns and ignores the keyword, as before).
 //   - `nullable: true` adds "null" to the type (and to an enum).
+//   - An enum none of whose values has the declared type (JSON Schema would
+//     admit nothing; real tool sets write {"type": "boolean", "enum":
+//     ["True", "False", "dontcare"]}) is read for what it means, with a
+//     warning: an array's scalar enum lists its items' values; otherwise each
+//     value in a declared type it spells exactly ("2" as 2, "True" as true, 7
+//     as "7"), else as written, the type widened to what the enum holds.
 // Errors: more than kMaxComposedNodes schema objects after inlining
 // (references used many times in many places) is Error(kUnsupported).
 #pragma once

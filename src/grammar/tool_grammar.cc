@@ -135,24 +135,6 @@ bool HasType(const json& v, const std::string& t) {
   return false;
 }
 
-// The value of type t that v spells exactly, if any: a string of digits as an
-// integer or number, "true"/"True" and "false"/"False" as booleans, a number
-// or boolean as its JSON text for a string.
-std::optional<json> SpelledAs(const json& v, const std::string& t) {
-  if (t == "string" && (v.is_number() || v.is_boolean())) return json(v.dump());
-  if (!v.is_string()) return std::nullopt;
-  const std::string& s = v.get_ref<const std::string&>();
-  if (t == "boolean") {
-    if (s == "true" || s == "True") return json(true);
-    if (s == "false" || s == "False") return json(false);
-    return std::nullopt;
-  }
-  if (t != "integer" && t != "number") return std::nullopt;
-  const json parsed = json::parse(s, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_number() || parsed.dump() != s) return std::nullopt;  // "01", "1e3", " 2" are not spelled numbers
-  return HasType(parsed, t) ? std::optional<json>(parsed) : std::nullopt;
-}
-
 }  // namespace
 
 class SchemaCompiler {
@@ -385,46 +367,6 @@ class SchemaCompiler {
     return uint32_t(std::min(d, 4294967295.0));
   }
 
-  // An enum none of whose values has the declared type admits nothing as
-  // JSON Schema reads it, yet such declarations are common in real tool sets
-  // ({"type": "boolean", "enum": ["True", "False", "dontcare"]}, or an array
-  // whose enum lists its items). Rejecting the whole tool set for one of them
-  // loses every other tool, so the declaration is read for what it evidently
-  // means, with a warning: an array's scalar enum lists its items' values;
-  // otherwise each value is admitted in a declared type that it spells
-  // exactly ("2" as 2, "True" as true, 7 as "7"), else as written.
-  uint32_t ContradictoryEnum(const json& schema, const std::vector<std::string>& types, const std::vector<json>& values,
-                             const std::string& path, uint32_t depth) {
-    const bool any_array_value = std::any_of(values.begin(), values.end(), [](const json& v) { return v.is_array(); });
-    if (std::count(types.begin(), types.end(), "array") && !any_array_value) {
-      json repaired = schema;
-      repaired.erase("enum");
-      repaired.erase("const");
-      const bool items_schema = !schema.contains("items") || schema["items"].is_object();
-      json items = items_schema ? schema.value("items", json::object()) : json();
-      if (!items_schema || items.contains("enum") || items.contains("const")) {
-        Warn(path, "enum values are not arrays and the items say which values they take; the array's enum is ignored");
-      } else {
-        Warn(path, "enum values are not arrays; read as the values of the array's items");
-        items["enum"] = values;
-        repaired["items"] = std::move(items);
-      }
-      return CompileSchema(repaired, path, depth);
-    }
-    std::vector<json> admitted;
-    for (const json& v : values) {
-      json written = v;
-      for (const std::string& t : types)
-        if (std::optional<json> spelled = SpelledAs(v, t)) {
-          written = std::move(*spelled);
-          break;
-        }
-      if (std::find(admitted.begin(), admitted.end(), written) == admitted.end()) admitted.push_back(std::move(written));
-    }
-    Warn(path, "no enum value has the declared type; admitted in that type where a value spells one, else as written");
-    return LiteralNode(admitted, path);
-  }
-
   uint32_t CompileSchema(const json& schema, const std::string& path, uint32_t depth) {
     if (depth > ToolGrammar::kMaxSchemaDepth)
       throw Error(ErrorCode::kUnsupported,
@@ -481,7 +423,7 @@ class SchemaCompiler {
               kept.push_back(v);
               break;
             }
-        if (kept.empty()) return ContradictoryEnum(schema, types, values, path, depth);
+        if (kept.empty()) Fail(path, "no enum/const value has the declared type");  // (schema_compose reads real tool sets' contradictions first)
         values = std::move(kept);
       }
       return LiteralNode(values, path);
