@@ -24,19 +24,6 @@ bool TypesOverlap(const std::string& a, const std::string& b) {
   return a == b || (numeric(a) && numeric(b));
 }
 
-// Whether v is a value of JSON Schema type t (an integral float is an integer).
-bool HasSchemaType(const ojson& v, const std::string& t) {
-  if (t == "string") return v.is_string();
-  if (t == "integer")
-    return v.is_number_integer() || v.is_number_unsigned() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
-  if (t == "number") return v.is_number();
-  if (t == "boolean") return v.is_boolean();
-  if (t == "null") return v.is_null();
-  if (t == "array") return v.is_array();
-  if (t == "object") return v.is_object();
-  return false;
-}
-
 // The value of type t that v spells exactly, if any: a string of digits as an
 // integer or number, "true"/"True" and "false"/"False" as booleans, a number
 // or boolean as its JSON text for a string.

@@ -32,7 +32,9 @@
 // (references used many times in many places) is Error(kUnsupported).
 #pragma once
 
+#include <cmath>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +42,22 @@
 namespace needle::grammar {
 
 inline constexpr size_t kMaxComposedNodes = 20000;
+
+// Whether `v` is a value of JSON Schema type `t` (an integral float is an
+// integer); unknown type names hold no value. For json and ordered_json alike.
+template <class Json>
+bool HasSchemaType(const Json& v, std::string_view t) {
+  if (t == "string") return v.is_string();
+  if (t == "integer")
+    return v.is_number_integer() || v.is_number_unsigned() ||
+           (v.is_number_float() && std::floor(v.template get<double>()) == v.template get<double>());
+  if (t == "number") return v.is_number();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "null") return v.is_null();
+  if (t == "array") return v.is_array();
+  if (t == "object") return v.is_object();
+  return false;
+}
 
 // The tools array with each tool's "parameters" rewritten as above; other
 // fields and malformed entries are left for the compiler to judge. Warnings

@@ -122,18 +122,6 @@ std::string Int128ToString(Int128 v) {
   return s;
 }
 
-bool HasType(const json& v, const std::string& t) {
-  if (t == "string") return v.is_string();
-  if (t == "integer")
-    return v.is_number_integer() || v.is_number_unsigned() ||
-           (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
-  if (t == "number") return v.is_number();
-  if (t == "boolean") return v.is_boolean();
-  if (t == "null") return v.is_null();
-  if (t == "array") return v.is_array();
-  if (t == "object") return v.is_object();
-  return false;
-}
 
 }  // namespace
 
@@ -419,7 +407,7 @@ class SchemaCompiler {
         std::vector<json> kept;
         for (const json& v : values)
           for (const std::string& t : types)
-            if (HasType(v, t)) {
+            if (HasSchemaType(v, t)) {
               kept.push_back(v);
               break;
             }
