@@ -122,7 +122,6 @@ std::string Int128ToString(Int128 v) {
   return s;
 }
 
-
 }  // namespace
 
 class SchemaCompiler {

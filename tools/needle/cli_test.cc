@@ -93,6 +93,26 @@ TEST(Cli, RandomThenInspect) {
   EXPECT_NE(r.err.find("payload checksum mismatch"), std::string::npos) << r.err;
 }
 
+// generate-data --prose: {"text"} lines from the package lists given (and
+// WordNet's glosses, which the project's setup installs), each a named error when missing.
+TEST(Cli, GenerateDataProseReadsEveryPackageList) {
+  const std::string a = TempDir() + "/a.status", b = TempDir() + "/b.status", out = TempDir() + "/prose.jsonl";
+  std::ofstream(a) << "Package: alpha-tool\nDescription: the alpha tool\n\n";
+  std::ofstream(b) << "Package: beta-tool\nDescription: the beta tool\n";
+  Result r = RunNeedle("generate-data --prose --num 300000 --seed 1 --packages " + a + " --packages " + b + " --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("and 2 package descriptions"), std::string::npos) << r.err;
+  const std::string text = Slurp(out);
+  EXPECT_NE(text.find(R"({"text":"alpha-tool: the alpha tool."})"), std::string::npos);
+  EXPECT_NE(text.find(R"({"text":"beta-tool: the beta tool."})"), std::string::npos);
+  r = RunNeedle("generate-data --prose --num 1 --packages " + TempDir() + "/missing --out " + out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("prose: cannot read"), std::string::npos) << r.err;
+  r = RunNeedle("generate-data --prose --num 1 --mix single=1 --out " + out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--mix does not apply to --prose"), std::string::npos) << r.err;
+}
+
 TEST(Cli, GoldenArchivesInspect) {
   for (const char* g : {"b2", "b3", "b4", "mixed", "ternary"}) {
     const Result r = RunNeedle(std::string("inspect --summary ") + NEEDLE_GOLDEN_DIR + "/golden-" + g + ".cact");

@@ -23,14 +23,10 @@ int WriteProse(const Args& args, long long num, long long seed, const std::strin
   if (out.empty()) throw Error(ErrorCode::kInvalidArgument, "generate-data: --prose needs --out FILE");
   std::vector<std::string> texts = data::WordNetGlossTexts(args.Get("wordnet-dir", data::WordNet::kDefaultDir));
   const size_t glosses = texts.size();
-  std::string lists = args.Get("packages", "/var/lib/dpkg/status");
-  for (size_t at = 0; at <= lists.size();) {
-    const size_t comma = std::min(lists.find(',', at), lists.size());
-    if (comma > at) {
-      std::vector<std::string> more = data::PackageDescriptionTexts(lists.substr(at, comma - at));
-      texts.insert(texts.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-    }
-    at = comma + 1;
+  const std::vector<std::string> lists = args.Has("packages") ? args.GetAll("packages") : std::vector<std::string>{"/var/lib/dpkg/status"};
+  for (const std::string& list : lists) {
+    std::vector<std::string> more = data::PackageDescriptionTexts(list);
+    texts.insert(texts.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   }
   const size_t descriptions = texts.size() - glosses;
   const std::vector<std::string> drawn = data::DrawProse(std::move(texts), static_cast<uint64_t>(num), static_cast<uint64_t>(seed));
@@ -75,8 +71,8 @@ int RunGenerateData(int argc, char** argv) {
              {"wordnet-dir", "DIR", "WordNet's dict files (default /usr/share/wordnet; Debian: wordnet-base)"},
              {"prose", "", "general English instead of tool calls: {\"text\"} lines of WordNet's glosses and Debian's\n"
                            "package descriptions, for a language stage before the tool-calling data (data/prose.h)"},
-             {"packages", "FILE,...", "with --prose: files of Debian's control format to read descriptions from\n"
-                                      "(default /var/lib/dpkg/status; `apt-cache dumpavail > FILE` lists every package)"},
+             {"packages", "FILE", "with --prose: a file of Debian's control format to read descriptions from, repeatable\n"
+                                  "(default /var/lib/dpkg/status; `apt-cache dumpavail > FILE` lists every package)", true},
              {"data", "DIR", "catalogue directory (default: $NEEDLE_DATA_DIR, else an installed copy's share/needle/data, else the source tree's data/)"}});
   if (!args.Parse(argc, argv)) return 0;
   if (!args.positionals().empty())
