@@ -348,10 +348,14 @@ void FastModel::ForwardChunk(DecoderState::Scratch& s, const ChunkTokens& ct, co
     RopeAngles(static_cast<double>(P), inv_freq_.data(), half, &s.rope_w[size_t(p) * hd]);
     RopeAngles(P >= S ? double(S + nw - 1) : double(P), inv_freq_.data(), half, &s.rope_s[size_t(p) * hd]);
   }
-  // Prefill past the sinks attends a block of tokens at once (AttendBlock);
-  // single tokens (decode) and the sink block go token by token.
-  const bool block_attention = !ct.batched() && s.block_attention &&
-                               ct.t0 >= ct.one->cache_.geometry().sink_capacity && T >= kMinBlockAttentionTokens;
+  // Prefill attends blocks of tokens at once (AttendBlock): past the sinks, or
+  // wholly inside the sink block of a cache that holds its own sinks. Single
+  // tokens (decode), a chunk across the sink boundary and fp32 go token by token.
+  const bool block_attention = [&] {
+    if (ct.batched() || !s.block_attention || T < kMinBlockAttentionTokens) return false;
+    const CacheGeometry& geo = ct.one->cache_.geometry();
+    return ct.t0 >= geo.sink_capacity || (ct.t0 + T <= geo.sink_capacity && !geo.shared_sinks);
+  }();
 
   using Stage = ForwardStage;
   // Embedding rows, scaled, into all lanes.

@@ -267,10 +267,12 @@ void FastModel::AttendTokens(DecoderState::Scratch& s, const ChunkTokens& ct, ui
     }
   }
 }
-// Prefill past the sinks: the chunk's keys are normalised, rotated and
-// quantized exactly as Store would, attended from a chunk buffer together with
-// the ring's older keys, and only then written to the cache (their slots may
-// still hold keys an earlier query of the chunk sees).
+// Prefill in blocks: the chunk's keys are normalised, rotated and quantized
+// exactly as Store would, attended from a chunk buffer together with the
+// older keys, and only then written to the cache (past the sinks, their ring
+// slots may still hold keys an earlier query of the chunk sees). A chunk
+// inside the sink block sees the sinks before it and itself, causally, as a
+// window sequence: a sink token's query is rotated at its own position.
 void FastModel::AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPool* pool) const {
   const ModelConfig& c = config_;
   const uint32_t H = c.num_heads, G = c.num_kv_heads, hd = c.head_dim();
@@ -281,6 +283,7 @@ void FastModel::AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPoo
   const int64_t t0 = cache.tokens();
   const int64_t S = cache.geometry().sink_capacity, W = cache.geometry().window;
   const uint32_t ngk = cache.groups_per_head();
+  const bool in_sinks = t0 < S;  // then the whole chunk is (ForwardChunk)
   auto prepare = [&](uint32_t p) {
     const float* rope_w = &s.rope_w[size_t(p) * hd];
     const float* rope_s = &s.rope_s[size_t(p) * hd];
@@ -297,25 +300,27 @@ void FastModel::AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPoo
     float* qs = &s.qs_chunk[size_t(p) * H * hd];
     for (uint32_t hh = 0; hh < H; ++hh) {
       ZcRmsNormFast(q + hh * hd, Ly.q_norm.data(), hd, q + hh * hd);
-      std::memcpy(qs + hh * hd, q + hh * hd, hd * sizeof(float));
+      if (!in_sinks) std::memcpy(qs + hh * hd, q + hh * hd, hd * sizeof(float));
       RotateWithAngles(q + hh * hd, hd, rope_w);
-      RotateWithAngles(qs + hh * hd, hd, rope_s);
       SnapToKvGrid(q + hh * hd, hd);  // int8 queries, as the keys (attention.h)
+      if (in_sinks) continue;  // no key is scored with the sink rotation
+      RotateWithAngles(qs + hh * hd, hd, rope_s);
       SnapToKvGrid(qs + hh * hd, hd);
     }
   };
   ForEachToken(pool, T, prepare);
-  // The window sequence: ring keys first0..t0-1 (one or two runs), then the chunk.
-  const int64_t first0 = cache.WindowFirst(t0);
+  // The window sequence: ring keys first0..t0-1 (one or two runs), then the
+  // chunk; inside the sinks, sink keys 0..t0-1, then the chunk.
+  const int64_t first0 = in_sinks ? 0 : cache.WindowFirst(t0);
   for (uint32_t p = 0; p < T; ++p) {
     const int64_t P = t0 + p;
-    s.win_begin[p] = static_cast<uint32_t>(cache.WindowFirst(P) - first0);
+    s.win_begin[p] = in_sinks ? 0 : static_cast<uint32_t>(cache.WindowFirst(P) - first0);
     s.win_end[p] = static_cast<uint32_t>(P + 1 - first0);
   }
   BlockAttentionJob job{};
   AttentionBlockArgs& a = job.base;
   a.q_window = s.q.data();
-  a.q_sink = s.qs_chunk.data();
+  a.q_sink = in_sinks ? s.q.data() : s.qs_chunk.data();  // (unread inside the sinks: no sink run)
   a.q_stride = H * hd;
   a.heads = group;
   a.head_dim = hd;
@@ -325,14 +330,16 @@ void FastModel::AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPoo
   a.window_end = s.win_end.data();
   a.out = s.o.data();
   a.out_stride = H * hd;
-  if (S > 0) {
+  if (S > 0 && !in_sinks) {
     job.sink_runs[0] = {cache.SinkK(li, 0), cache.SinkKScale(li, 0), cache.SinkV(li, 0), cache.SinkVScale(li, 0),
                         static_cast<uint32_t>(S), true};
     a.num_sink_runs = 1;
   }
   uint32_t nr = 0;
   const uint32_t old = static_cast<uint32_t>(t0 - first0);
-  if (old) {
+  if (old && in_sinks) {
+    job.window_runs[nr++] = {cache.SinkK(li, 0), cache.SinkKScale(li, 0), cache.SinkV(li, 0), cache.SinkVScale(li, 0), old, false};
+  } else if (old) {
     const uint32_t s0 = cache.RingSlot(first0);
     const uint32_t n0 = std::min<uint32_t>(old, static_cast<uint32_t>(W) - s0);
     job.window_runs[nr++] = {cache.RingK(li, s0), cache.RingKScale(li, s0), cache.RingV(li, s0), cache.RingVScale(li, s0), n0, false};

@@ -121,6 +121,41 @@ TEST(WindowSinkCache, ChunkedPrefillEqualsTokenByToken) {
   }
 }
 
+// (b2) With head_dim 32 prefill attends in blocks (AttendBlock), the sink
+// block too: chunks inside the sinks, one across their end and chunks past
+// them equal token-by-token decoding, at 1 and 2 threads; a chunk that
+// reaches past the sinks still gets the next sink-free chunk's blocks.
+TEST(WindowSinkCache, SinkBlockInBlocksEqualsTokenByToken) {
+  ModelConfig c = testing::SmallConfig();
+  c.d_model = 128;  // head_dim 32
+  const CactArchive archive = CactArchive::FromBytes(testing::NonTrivialArchive(c, "2", 13));
+  const FastModel model(archive);
+  const auto tokens = RandomTokens(200, c.vocab_size, 7);
+  const uint32_t V = c.vocab_size, S = 70;
+  auto one = model.NewState({.sink_length = S, .window = 64});
+  std::vector<float> seq(tokens.size() * V);
+  for (size_t p = 0; p < tokens.size(); ++p) model.Forward(*one, std::span(&tokens[p], 1), &seq[p * V]);
+  ThreadPool pool(2);
+  for (uint32_t chunk : {5u, 32u, 200u}) {
+    for (ThreadPool* tp : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      auto st = model.NewState({.sink_length = S, .window = 64, .max_chunk = 32});
+      std::vector<float> got(tokens.size() * V);
+      for (size_t at = 0; at < tokens.size(); at += chunk) {
+        const size_t len = std::min<size_t>(chunk, tokens.size() - at);
+        model.Forward(*st, std::span(tokens.data() + at, len), &got[at * V], true, tp);
+      }
+      float worst = 0, sink_worst = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        const float diff = std::fabs(got[i] - seq[i]);
+        worst = std::max(worst, diff);
+        if (i < S * V) sink_worst = std::max(sink_worst, diff);
+      }
+      EXPECT_LE(worst, 1e-4f) << "chunk " << chunk << (tp ? ", 2 threads" : "");
+      EXPECT_LE(sink_worst, 1e-4f) << "chunk " << chunk;
+    }
+  }
+}
+
 // (c) Once the window has filled, neither the cache nor the process grows.
 TEST(WindowSinkCache, MemoryStopsGrowingAfterTheWindowFills) {
   const ModelConfig c = testing::SmallConfig();

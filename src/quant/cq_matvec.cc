@@ -460,10 +460,16 @@ CqLevelsQ8 QuantizeLevels(const CqLevels& levels) {
 }
 
 void RotateForCq(const float* x, uint32_t in, float* rotated) {
+  static_assert(kCqGroup == 128);
   const uint32_t in_pad = static_cast<uint32_t>(CqPaddedIn(in));
-  std::memcpy(rotated, x, sizeof(float) * in);
-  std::fill(rotated + in, rotated + in_pad, 0.0f);
-  for (uint32_t g = 0; g < in_pad; g += kCqGroup) FastWalshHadamard(rotated + g, kCqGroup);
+  const uint32_t full = in / kCqGroup;  // whole groups straight from x
+  FastWalshHadamard128Blocks(x, rotated, full);
+  if (full * kCqGroup < in_pad) {  // the last group, zero-padded
+    float* tail = rotated + size_t(full) * kCqGroup;
+    std::memcpy(tail, x + size_t(full) * kCqGroup, sizeof(float) * (in - full * kCqGroup));
+    std::fill(tail + (in - full * kCqGroup), rotated + in_pad, 0.0f);
+    FastWalshHadamard128Blocks(tail, tail, 1);
+  }
 }
 
 void QuantizeActivation(const float* rotated, uint32_t in_pad, uint32_t field_bits, ActivationQ8& out) {

@@ -121,5 +121,33 @@ TEST(Hadamard, SimdEqualsReferenceExactly) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// Normalised, and blocks of 128 in registers (FastWalshHadamard128Blocks, the
+// CQ rotation): the reference butterflies times the same float scale, bit for
+// bit, on every target, into another buffer and in place.
+TEST(Hadamard, NormalisedAndBlocksOf128EqualTheReferenceExactly) {
+  for (uint32_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (size_t n = 1; n <= 2048; n <<= 1) {
+      std::vector<float> a = Pseudorandom(n, n * 5 + 3), want = a;
+      FastWalshHadamardUnnormalisedReference(want.data(), n);
+      const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(n)));
+      for (float& v : want) v *= scale;
+      FastWalshHadamard(a.data(), n);
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(a[i], want[i]) << hwy::TargetName(target) << " n " << n << " i " << i;
+    }
+    const size_t blocks = 5;
+    const std::vector<float> in = Pseudorandom(blocks * 128, 99);
+    std::vector<float> want = in, out(in.size()), inplace = in;
+    for (size_t b = 0; b < blocks; ++b) FastWalshHadamard(want.data() + b * 128, 128);
+    FastWalshHadamard128Blocks(in.data(), out.data(), blocks);
+    FastWalshHadamard128Blocks(inplace.data(), inplace.data(), blocks);
+    for (size_t i = 0; i < in.size(); ++i) {
+      ASSERT_EQ(out[i], want[i]) << hwy::TargetName(target) << " i " << i;
+      ASSERT_EQ(inplace[i], want[i]) << hwy::TargetName(target) << " i " << i;
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 }  // namespace
 }  // namespace needle
