@@ -27,10 +27,20 @@ class ThreadPool {
   // that the threads, the caller included, claim until none is left; a thread
   // may get several. Returns when all are done.
   void ParallelFor(uint32_t n, RangeFn fn, void* ctx, uint32_t align = 1);
+  // The same with items that stay on a thread: thread i (the caller is 0)
+  // starts on its home range [n*i/T, n*(i+1)/T), one item at a time from the
+  // front; a thread done with its own takes items from the back of the others'.
+  // With the same n, consecutive calls give each thread about the same items
+  // (exactly the same when the cores run at the same speed), so per-item data
+  // one stage writes is read by the next from the same core's cache, while a
+  // slower core (a busy neighbour) is still covered. For per-token work.
+  void ParallelForAffine(uint32_t n, RangeFn fn, void* ctx);
 
  private:
-  void WorkerLoop();
-  void RunClaims();  // claims and runs ranges of the current job until none is left
+  void WorkerLoop(uint32_t self);
+  void Run(uint32_t n, RangeFn fn, void* ctx, uint32_t grain, bool affine);
+  void RunClaims(uint32_t self);  // claims and runs ranges of the current job until none is left
+  void RunAffine(uint32_t self);  // its home items, then the others' from their back
 
   uint32_t threads_;
   std::vector<std::thread> workers_;
@@ -45,6 +55,13 @@ class ThreadPool {
   RangeFn fn_ = nullptr;
   void* ctx_ = nullptr;
   uint32_t n_ = 0, grain_ = 1;
+  bool affine_ = false;  // a ParallelForAffine job
+  // ParallelForAffine: per thread, the home items not yet taken, [begin, end)
+  // packed as begin | end << 32; the owner takes from the front, others from the back.
+  struct alignas(64) HomeRange {
+    std::atomic<uint64_t> left{0};
+  };
+  std::vector<HomeRange> home_;
   alignas(64) std::atomic<uint32_t> next_{0};  // start of the next unclaimed range
   alignas(64) std::atomic<uint32_t> pending_{0};
   std::atomic<bool> caller_sleeping_{false};  // the caller in (or about to enter) pending_.wait

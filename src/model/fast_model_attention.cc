@@ -99,8 +99,9 @@ void RunAttentionRange(void* ctx, uint32_t g0, uint32_t g1) {
 }
 
 
-// Prefill (every token past the sinks): blocks of consecutive tokens of one kv
-// group through AttendBlock; task = group * blocks + block.
+// Prefill: blocks of consecutive tokens of one kv group through AttendBlock;
+// task = block * groups + group, so the pool's home ranges follow the tokens
+// as ForEachToken's do.
 struct BlockAttentionJob {
   AttentionBlockArgs base;  // everything but the group and token offsets
   uint32_t groups, blocks, tokens_per_block, total_tokens, hd, group_heads, ngk;
@@ -110,7 +111,7 @@ struct BlockAttentionJob {
 void RunBlockAttentionRange(void* ctx, uint32_t b, uint32_t e) {
   const auto* j = static_cast<const BlockAttentionJob*>(ctx);
   for (uint32_t task = b; task < e; ++task) {
-    const uint32_t g = task / j->blocks, blk = task % j->blocks;
+    const uint32_t blk = task / j->groups, g = task % j->groups;
     const uint32_t t0 = blk * j->tokens_per_block;
     AttentionBlockArgs a = j->base;
     KvRun sinks[1], window[3];
@@ -357,7 +358,7 @@ void FastModel::AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPoo
   job.group_heads = group;
   job.ngk = ngk;
   if (pool) {
-    pool->ParallelFor(G * job.blocks, RunBlockAttentionRange, &job);
+    pool->ParallelForAffine(G * job.blocks, RunBlockAttentionRange, &job);
   } else {
     RunBlockAttentionRange(&job, 0, G * job.blocks);
   }

@@ -73,14 +73,16 @@ struct ChunkTokens {
 };
 
 // f(p) for p in [0, n), split across the pool in contiguous ranges: the
-// per-token work of a chunk (norms, rotations, the MLP) beside the matrix products.
+// per-token work of a chunk (norms, rotations, the MLP) beside the matrix
+// products. Each thread gets about the same tokens in every stage of the
+// chunk (ParallelForAffine), so a token's rows stay in one core's cache.
 template <class F>
 void ForEachToken(ThreadPool* pool, uint32_t n, F& f) {
   if (!pool || n < 2) {
     for (uint32_t p = 0; p < n; ++p) f(p);
     return;
   }
-  pool->ParallelFor(
+  pool->ParallelForAffine(
       n,
       [](void* ctx, uint32_t b, uint32_t e) {
         F& fn = *static_cast<F*>(ctx);
