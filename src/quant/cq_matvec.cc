@@ -4,6 +4,8 @@
 // yardstick the tests compare it with.
 #include "quant/cq_matvec.h"
 
+#include "quant/cq_matmul_rows4.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -526,6 +528,12 @@ void CqMatVecA8Reference(const CqMatrixView& w, const CqLevelsQ8& lv, const Acti
 
 void CqMatMulA8(const CqMatrixView& w, const CqLevelsQ8& lv, const ActivationQ8* xs, uint32_t batch, uint32_t r0,
                 uint32_t r1, float* y, uint32_t y_stride) {
+  // Four rows per vector where there is such a kernel; the rows after the last
+  // multiple of four (from r0) one at a time. Callers split rows at multiples
+  // of four, so a row takes the same kernel whatever the split.
+  const uint32_t done = CqMatMulRows4(w, lv, xs, batch, r0, r1, y, y_stride);
+  r0 += done, y += done;
+  if (r0 == r1) return;
   if (HWY_DYNAMIC_DISPATCH(MatMulSimd)(w, lv, xs, batch, r0, r1, y, y_stride)) return;
   for (uint32_t b = 0; b < batch; ++b) CqMatVecA8Reference(w, lv, xs[b], r0, r1, y + b * y_stride);
 }

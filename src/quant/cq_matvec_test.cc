@@ -159,6 +159,40 @@ TEST(CqMatMulA8, BatchEqualsOneAtATime) {
   }
 }
 
+// Batches through CqMatMulA8 (four rows per vector on AVX3_DL, one at a time
+// after the last multiple of four): every target, batches 1-11 (a tile of 8
+// and a rest), row ranges that start off a multiple of four and end with a
+// remainder, against the reference; rows outside the range untouched.
+TEST(CqMatMulA8, BatchesEqualTheReferenceOnEveryTarget) {
+  for (uint32_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (const Case& c : kCases) {
+      const Prepared p = Make(c, 6);
+      for (uint32_t batch : {1u, 3u, 11u}) {
+        std::vector<Act> acts;
+        std::vector<ActivationQ8> as;
+        for (uint32_t b = 0; b < batch; ++b) acts.push_back(MakeAct(c.in, CqFieldBits(c.bits), 40 + b));
+        for (auto& a : acts) as.push_back(a.a);
+        for (auto [r0, r1] : {std::pair<uint32_t, uint32_t>{0, c.rows}, {1, c.rows - 2}}) {
+          const uint32_t n = r1 - r0;
+          std::vector<float> got(size_t(batch) * (n + 1), -7.0f);
+          CqMatMulA8(p.view, p.lv, as.data(), batch, r0, r1, got.data(), n + 1);
+          for (uint32_t b = 0; b < batch; ++b) {
+            std::vector<float> ref(n);
+            CqMatVecA8Reference(p.view, p.lv, as[b], r0, r1, ref.data());
+            for (uint32_t r = 0; r < n; ++r) {
+              ASSERT_NEAR(got[b * (n + 1) + r], ref[r], 1e-4f * (1.0f + std::fabs(ref[r])))
+                  << hwy::TargetName(target) << " bits " << c.bits << " batch " << batch << " b " << b << " row " << r0 + r;
+            }
+            EXPECT_EQ(got[b * (n + 1) + n], -7.0f) << "wrote past its rows";
+          }
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 TEST(CqMatVecA8, LevelsQuantization) {
   const CqLevelsQ8 q = QuantizeLevels(MakeCqLevels(2, kCodebook));
   EXPECT_EQ(q.level[3], 127);
