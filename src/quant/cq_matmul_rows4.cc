@@ -55,15 +55,32 @@ NEEDLE_VNNI512 void Rows4Tile(const CqMatrixView& w, const CqLevelsQ8& lv, const
                                    _mm_set1_ps(lv.scale));
       const __m512 norm = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(n4));
       // lvl[h][j]: plane j of chunk h, row r + L in lane L.
+      // The four rows' group codes, transposed by 128-bit blocks: chunk[h]
+      // holds the h-th 16 bytes of row r + L in lane L.
+      const uint8_t* c = codes + uint64_t(g) * kGroupBytes;
+      __m512i chunk[kChunks];
+      if constexpr (kChunks == 2) {  // 32 bytes a row: rows 0|1 and 2|3 side by side, then pick block 0 or 1 of each half
+        const __m512i v01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(c))),
+                                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + row_bytes)), 1);
+        const __m512i v23 = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 2 * row_bytes))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 3 * row_bytes)), 1);
+        chunk[0] = _mm512_shuffle_i64x2(v01, v23, 0x88);
+        chunk[1] = _mm512_shuffle_i64x2(v01, v23, 0xDD);
+      } else {  // 64 bytes a row: a 4x4 transpose of 128-bit blocks
+        const __m512i v0 = _mm512_loadu_si512(c), v1 = _mm512_loadu_si512(c + row_bytes);
+        const __m512i v2 = _mm512_loadu_si512(c + 2 * row_bytes), v3 = _mm512_loadu_si512(c + 3 * row_bytes);
+        const __m512i t0 = _mm512_shuffle_i64x2(v0, v1, 0x44), t1 = _mm512_shuffle_i64x2(v0, v1, 0xEE);
+        const __m512i t2 = _mm512_shuffle_i64x2(v2, v3, 0x44), t3 = _mm512_shuffle_i64x2(v2, v3, 0xEE);
+        chunk[0] = _mm512_shuffle_i64x2(t0, t2, 0x88);
+        chunk[1] = _mm512_shuffle_i64x2(t0, t2, 0xDD);
+        chunk[2] = _mm512_shuffle_i64x2(t1, t3, 0x88);
+        chunk[3] = _mm512_shuffle_i64x2(t1, t3, 0xDD);
+      }
       __m512i lvl[kChunks][kPlanes];
       for (int h = 0; h < kChunks; ++h) {
-        const uint8_t* c = codes + uint64_t(g) * kGroupBytes + 16 * h;
-        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
-        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + row_bytes)), 1);
-        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + 2 * row_bytes)), 2);
-        v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + 3 * row_bytes)), 3);
         for (int j = 0; j < kPlanes; ++j) {
-          lvl[h][j] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, j * kFieldBits), mask));
+          lvl[h][j] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(chunk[h], j * kFieldBits), mask));
         }
       }
       for (int b = 0; b < kBatch; ++b) {
