@@ -41,6 +41,14 @@ NEEDLE_VNNI512 HWY_INLINE void ReduceSixteen(const __m512i* w, __m512i* lo, __m5
   *hi = _mm512_shuffle_i32x4(s01, s23, _MM_SHUFFLE(3, 1, 3, 1));
 }
 
+// acc += the pairwise int16 products of x and b (vpdpwssd), updated in its
+// register: written as an assignment, GCC 12 copies every accumulator of the
+// values loop to a fresh register and back on each pair (2 moves per product).
+NEEDLE_VNNI512 HWY_INLINE __m512i DpwssdInPlace(__m512i acc, __m512i x, __m512i b) {
+  asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(b));
+  return acc;
+}
+
 // Decode attention of one group; false (nothing written) when the geometry is
 // not this kernel's: head_dim 64 or 128, at most kVnniMaxKeys keys.
 template <uint32_t H>
@@ -178,7 +186,10 @@ NEEDLE_VNNI512 bool AttendGroupVnni(const AttentionGroupArgs& a, uint32_t total)
     sum[h] = _mm512_reduce_add_ps(vsum);
   }
 
-  // ---- values, one 32-value group at a time
+  // ---- values, two 32-value groups (64 dims) per pass for H <= 2 (16
+  // independent accumulators, so the products are not bound by their
+  // latency), one for more heads (the registers would spill).
+  constexpr uint32_t kPass = H <= 2 ? 2 : 1;
   if (total % 2) vrow[total] = vrow[total - 1];  // paired with a zero weight
   const uint32_t pairs = (total + 1) / 2;
   // hi <= hi_max + 1 (p may round a hair above 1) keeps sum_j hi_j * v_j
@@ -187,58 +198,70 @@ NEEDLE_VNNI512 bool AttendGroupVnni(const AttentionGroupArgs& a, uint32_t total)
   const __m512i half = _mm512_set1_epi32(1 << 14);
   const __m512i dims_lo = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
   const __m512i dims_hi = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
-  alignas(64) int16_t whi[H][kVnniMaxKeys + 16], wlo[H][kVnniMaxKeys + 16];
-  for (uint32_t g = 0; g < groups; ++g) {
-    const float vmax = _mm512_reduce_max_ps(vsmax[g]);
-    const float scale = vmax > 0.0f ? hi_max * 32768.0f / vmax : 0.0f;  // W = p * vs * scale <= hi_max * 2^15
-    const __m512 vscale = _mm512_set1_ps(scale);
-    for (uint32_t h = 0; h < H; ++h) {
-      const float* p = sc + size_t(h) * total;
-      for (uint32_t i = 0; i < total; i += 16) {
-        __m512 pv, vv;
-        if (total - i >= 16) {
-          pv = _mm512_loadu_ps(p + i), vv = _mm512_loadu_ps(vsf[g] + i);
-        } else {
-          const __mmask16 m = static_cast<__mmask16>((1u << (total - i)) - 1);
-          pv = _mm512_maskz_loadu_ps(m, p + i), vv = _mm512_maskz_loadu_ps(m, vsf[g] + i);
-        }
-        const __m512 w = _mm512_mul_ps(_mm512_mul_ps(pv, vv), vscale);
-        const __m512i W = _mm512_cvtps_epi32(w);
-        const __m512i hi = _mm512_srai_epi32(_mm512_add_epi32(W, half), 15);
-        const __m512i lo = _mm512_sub_epi32(W, _mm512_slli_epi32(hi, 15));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(whi[h] + i), _mm512_cvtepi32_epi16(hi));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(wlo[h] + i), _mm512_cvtepi32_epi16(lo));
-      }
-    }
-    __m512i acc_hi[H][2], acc_lo[H][2];
-    for (uint32_t h = 0; h < H; ++h) acc_hi[h][0] = acc_hi[h][1] = acc_lo[h][0] = acc_lo[h][1] = _mm512_setzero_si512();
-    for (uint32_t pr = 0; pr < pairs; ++pr) {
-      // Keys 2pr, 2pr+1 interleaved per value: lanes of x0 hold dims 8k..8k+3, of x1 dims 8k+4..8k+7.
-      const __m512i va = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vrow[2 * pr] + 32 * g)));
-      const __m512i vb =
-          _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vrow[2 * pr + 1] + 32 * g)));
-      const __m512i x0 = _mm512_unpacklo_epi16(va, vb), x1 = _mm512_unpackhi_epi16(va, vb);
+  // Per group of the pass and head: the weights' 15-bit halves, two keys per int32.
+  alignas(64) int16_t whi[kPass][H][kVnniMaxKeys + 16], wlo[kPass][H][kVnniMaxKeys + 16];
+  for (uint32_t g0 = 0; g0 < groups; g0 += kPass) {
+    float scale[kPass];
+    for (uint32_t e = 0; e < kPass; ++e) {
+      const float vmax = _mm512_reduce_max_ps(vsmax[g0 + e]);
+      scale[e] = vmax > 0.0f ? hi_max * 32768.0f / vmax : 0.0f;  // W = p * vs * scale <= hi_max * 2^15
+      const __m512 vscale = _mm512_set1_ps(scale[e]);
       for (uint32_t h = 0; h < H; ++h) {
-        int32_t wh, wl;
-        std::memcpy(&wh, whi[h] + 2 * pr, 4);
-        std::memcpy(&wl, wlo[h] + 2 * pr, 4);
-        const __m512i bh = _mm512_set1_epi32(wh), bl = _mm512_set1_epi32(wl);
-        acc_hi[h][0] = _mm512_dpwssd_epi32(acc_hi[h][0], x0, bh);
-        acc_hi[h][1] = _mm512_dpwssd_epi32(acc_hi[h][1], x1, bh);
-        acc_lo[h][0] = _mm512_dpwssd_epi32(acc_lo[h][0], x0, bl);
-        acc_lo[h][1] = _mm512_dpwssd_epi32(acc_lo[h][1], x1, bl);
+        const float* p = sc + size_t(h) * total;
+        for (uint32_t i = 0; i < total; i += 16) {
+          __m512 pv, vv;
+          if (total - i >= 16) {
+            pv = _mm512_loadu_ps(p + i), vv = _mm512_loadu_ps(vsf[g0 + e] + i);
+          } else {
+            const __mmask16 m = static_cast<__mmask16>((1u << (total - i)) - 1);
+            pv = _mm512_maskz_loadu_ps(m, p + i), vv = _mm512_maskz_loadu_ps(m, vsf[g0 + e] + i);
+          }
+          const __m512 w = _mm512_mul_ps(_mm512_mul_ps(pv, vv), vscale);
+          const __m512i W = _mm512_cvtps_epi32(w);
+          const __m512i hi = _mm512_srai_epi32(_mm512_add_epi32(W, half), 15);
+          const __m512i lo = _mm512_sub_epi32(W, _mm512_slli_epi32(hi, 15));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(whi[e][h] + i), _mm512_cvtepi32_epi16(hi));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(wlo[e][h] + i), _mm512_cvtepi32_epi16(lo));
+        }
       }
     }
-    for (uint32_t h = 0; h < H; ++h) {
-      const __m512 inv = _mm512_set1_ps(scale > 0.0f ? 1.0f / (scale * sum[h]) : 0.0f);
-      const __m512 two15 = _mm512_set1_ps(32768.0f);
-      const __m512 f0 = _mm512_mul_ps(
-          _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc_hi[h][0]), two15, _mm512_cvtepi32_ps(acc_lo[h][0])), inv);
-      const __m512 f1 = _mm512_mul_ps(
-          _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc_hi[h][1]), two15, _mm512_cvtepi32_ps(acc_lo[h][1])), inv);
-      float* o = a.out + size_t(h) * hd + 32 * g;
-      _mm512_storeu_ps(o, _mm512_permutex2var_ps(f0, dims_lo, f1));
-      _mm512_storeu_ps(o + 16, _mm512_permutex2var_ps(f0, dims_hi, f1));
+    // acc[e][h][half][x]: group g0 + e, head h, hi or lo weights, dims of x0 or x1.
+    __m512i acc[kPass][H][2][2];
+    for (uint32_t e = 0; e < kPass; ++e) {
+      for (uint32_t h = 0; h < H; ++h) acc[e][h][0][0] = acc[e][h][0][1] = acc[e][h][1][0] = acc[e][h][1][1] = _mm512_setzero_si512();
+    }
+    for (uint32_t pr = 0; pr < pairs; ++pr) {
+      const int8_t* ra = vrow[2 * pr] + 32 * g0;
+      const int8_t* rb = vrow[2 * pr + 1] + 32 * g0;
+      for (uint32_t e = 0; e < kPass; ++e) {
+        // Keys 2pr, 2pr+1 interleaved per value: lanes of x0 hold dims 8k..8k+3, of x1 dims 8k+4..8k+7.
+        const __m512i va = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ra + 32 * e)));
+        const __m512i vb = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rb + 32 * e)));
+        const __m512i x0 = _mm512_unpacklo_epi16(va, vb), x1 = _mm512_unpackhi_epi16(va, vb);
+        for (uint32_t h = 0; h < H; ++h) {
+          int32_t wh, wl;
+          std::memcpy(&wh, whi[e][h] + 2 * pr, 4);
+          std::memcpy(&wl, wlo[e][h] + 2 * pr, 4);
+          const __m512i bh = _mm512_set1_epi32(wh), bl = _mm512_set1_epi32(wl);
+          acc[e][h][0][0] = DpwssdInPlace(acc[e][h][0][0], x0, bh);
+          acc[e][h][0][1] = DpwssdInPlace(acc[e][h][0][1], x1, bh);
+          acc[e][h][1][0] = DpwssdInPlace(acc[e][h][1][0], x0, bl);
+          acc[e][h][1][1] = DpwssdInPlace(acc[e][h][1][1], x1, bl);
+        }
+      }
+    }
+    for (uint32_t e = 0; e < kPass; ++e) {
+      for (uint32_t h = 0; h < H; ++h) {
+        const __m512 inv = _mm512_set1_ps(scale[e] > 0.0f ? 1.0f / (scale[e] * sum[h]) : 0.0f);
+        const __m512 two15 = _mm512_set1_ps(32768.0f);
+        const __m512 f0 = _mm512_mul_ps(
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[e][h][0][0]), two15, _mm512_cvtepi32_ps(acc[e][h][1][0])), inv);
+        const __m512 f1 = _mm512_mul_ps(
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[e][h][0][1]), two15, _mm512_cvtepi32_ps(acc[e][h][1][1])), inv);
+        float* o = a.out + size_t(h) * hd + 32 * (g0 + e);
+        _mm512_storeu_ps(o, _mm512_permutex2var_ps(f0, dims_lo, f1));
+        _mm512_storeu_ps(o + 16, _mm512_permutex2var_ps(f0, dims_hi, f1));
+      }
     }
   }
   return true;
