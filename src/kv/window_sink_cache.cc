@@ -14,6 +14,10 @@ WindowSinkCache::WindowSinkCache(const CacheGeometry& g) : g_(g) {
   if (g.window == 0) throw Error(ErrorCode::kInvalidArgument, "kv cache: window must be positive");
   if (g.layers == 0 || g.kv_heads == 0 || g.head_dim == 0) throw Error(ErrorCode::kInvalidArgument, "kv cache: empty geometry");
   groups_ = (g.head_dim + kKvGroup - 1) / kKvGroup;
+  if (groups_ > kMaxScaleGroups) {
+    throw Error(ErrorCode::kInvalidArgument, "kv cache: head_dim " + std::to_string(g.head_dim) + " is above the " +
+                                                 std::to_string(kMaxScaleGroups * kKvGroup) + " supported");
+  }
   const size_t row = size_t(g.kv_heads) * g.head_dim, srow = size_t(g.kv_heads) * groups_;
   const uint32_t sink_rows = g.shared_sinks ? 0 : g.sink_capacity;
   if (g.float_kv) {
@@ -61,6 +65,46 @@ void GetVector(std::string_view& in, std::vector<T>& v, const char* what) {
 
 }  // namespace
 
+// Saved files keep the scales slot by slot ([layers][slots][kv_heads][groups],
+// the order before the cache kept them by group), so files stay the same.
+void WindowSinkCache::PutScales(std::string& out, const std::vector<float>& v, uint32_t slots) const {
+  const uint64_t n = v.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  if (n == 0) return;
+  const size_t at = out.size();
+  out.resize(at + n * sizeof(float));
+  char* dst = out.data() + at;
+  for (uint32_t l = 0; l < g_.layers; ++l) {
+    for (uint32_t s = 0; s < slots; ++s) {
+      for (uint32_t h = 0; h < g_.kv_heads; ++h) {
+        for (uint32_t q = 0; q < groups_; ++q, dst += sizeof(float)) std::memcpy(dst, &v[ScaleAt(l, s, h, q, slots)], sizeof(float));
+      }
+    }
+  }
+}
+
+void WindowSinkCache::GetScales(std::string_view& in, std::vector<float>& v, uint32_t slots, const char* what) {
+  uint64_t n = 0;
+  if (in.size() < sizeof n) throw Error(ErrorCode::kInvalidArgument, std::string("saved cache: truncated before ") + what);
+  std::memcpy(&n, in.data(), sizeof n);
+  if (n != v.size()) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("saved cache: ") + what + " has " + std::to_string(n) +
+                                                 " entries, this cache " + std::to_string(v.size()) + " (another model or window?)");
+  }
+  if (in.size() - sizeof n < n * sizeof(float)) throw Error(ErrorCode::kInvalidArgument, std::string("saved cache: truncated in ") + what);
+  in.remove_prefix(sizeof n);
+  if (n == 0) return;
+  const char* src = in.data();
+  for (uint32_t l = 0; l < g_.layers; ++l) {
+    for (uint32_t s = 0; s < slots; ++s) {
+      for (uint32_t h = 0; h < g_.kv_heads; ++h) {
+        for (uint32_t q = 0; q < groups_; ++q, src += sizeof(float)) std::memcpy(&v[ScaleAt(l, s, h, q, slots)], src, sizeof(float));
+      }
+    }
+  }
+  in.remove_prefix(n * sizeof(float));
+}
+
 void WindowSinkCache::Serialize(std::string& out) const {
   // A cache sharing its sink rows writes its owner's: the file is the same
   // as an owning cache's, and restores into one.
@@ -68,7 +112,8 @@ void WindowSinkCache::Serialize(std::string& out) const {
   const int64_t header[4] = {tokens_, g_.sink_capacity, g_.window, g_.float_kv};
   out.append(reinterpret_cast<const char*>(header), sizeof header);
   PutVector(out, s.k_sink_), PutVector(out, s.v_sink_), PutVector(out, k_ring_), PutVector(out, v_ring_);
-  PutVector(out, s.ks_sink_), PutVector(out, s.vs_sink_), PutVector(out, ks_ring_), PutVector(out, vs_ring_);
+  PutScales(out, s.ks_sink_, g_.sink_capacity), PutScales(out, s.vs_sink_, g_.sink_capacity);
+  PutScales(out, ks_ring_, g_.window), PutScales(out, vs_ring_, g_.window);
   PutVector(out, s.kf_sink_), PutVector(out, s.vf_sink_), PutVector(out, kf_ring_), PutVector(out, vf_ring_);
   PutVector(out, token_ring_), PutVector(out, engram_ring_), PutVector(out, token_ring_at_sinks_), PutVector(out, engram_ring_at_sinks_);
 }
@@ -84,7 +129,8 @@ void WindowSinkCache::Restore(std::string_view& in) {
   }
   if (header[0] < 0) throw Error(ErrorCode::kInvalidArgument, "saved cache: negative token counter");
   GetVector(in, k_sink_, "k_sink"), GetVector(in, v_sink_, "v_sink"), GetVector(in, k_ring_, "k_ring"), GetVector(in, v_ring_, "v_ring");
-  GetVector(in, ks_sink_, "ks_sink"), GetVector(in, vs_sink_, "vs_sink"), GetVector(in, ks_ring_, "ks_ring"), GetVector(in, vs_ring_, "vs_ring");
+  GetScales(in, ks_sink_, g_.sink_capacity, "ks_sink"), GetScales(in, vs_sink_, g_.sink_capacity, "vs_sink");
+  GetScales(in, ks_ring_, g_.window, "ks_ring"), GetScales(in, vs_ring_, g_.window, "vs_ring");
   GetVector(in, kf_sink_, "kf_sink"), GetVector(in, vf_sink_, "vf_sink"), GetVector(in, kf_ring_, "kf_ring"), GetVector(in, vf_ring_, "vf_ring");
   GetVector(in, token_ring_, "token history"), GetVector(in, engram_ring_, "engram history");
   GetVector(in, token_ring_at_sinks_, "token history at sinks"), GetVector(in, engram_ring_at_sinks_, "engram history at sinks");
@@ -154,16 +200,19 @@ void WindowSinkCache::Store(uint32_t layer, int64_t t, uint32_t head, const floa
   const uint32_t slot = sink ? static_cast<uint32_t>(t) : RingSlot(t);
   const uint32_t slots = sink ? g_.sink_capacity : g_.window;
   const size_t r = Row(layer, slot, slots) + size_t(head) * g_.head_dim;
-  const size_t s = ScaleRow(layer, slot, slots) + size_t(head) * groups_;
   if (g_.float_kv) {
     std::copy(k, k + g_.head_dim, (sink ? kf_sink_ : kf_ring_).begin() + static_cast<std::ptrdiff_t>(r));
     std::copy(v, v + g_.head_dim, (sink ? vf_sink_ : vf_ring_).begin() + static_cast<std::ptrdiff_t>(r));
-  } else if (sink) {
-    QuantizeKvRow(k, g_.head_dim, &k_sink_[r], &ks_sink_[s]);
-    QuantizeKvRow(v, g_.head_dim, &v_sink_[r], &vs_sink_[s]);
-  } else {
-    QuantizeKvRow(k, g_.head_dim, &k_ring_[r], &ks_ring_[s]);
-    QuantizeKvRow(v, g_.head_dim, &v_ring_[r], &vs_ring_[s]);
+    return;
+  }
+  float ks[kMaxScaleGroups], vs[kMaxScaleGroups];
+  QuantizeKvRow(k, g_.head_dim, &(sink ? k_sink_ : k_ring_)[r], ks);
+  QuantizeKvRow(v, g_.head_dim, &(sink ? v_sink_ : v_ring_)[r], vs);
+  std::vector<float>& ks_to = sink ? ks_sink_ : ks_ring_;
+  std::vector<float>& vs_to = sink ? vs_sink_ : vs_ring_;
+  for (uint32_t q = 0; q < groups_; ++q) {
+    ks_to[ScaleAt(layer, slot, head, q, slots)] = ks[q];
+    vs_to[ScaleAt(layer, slot, head, q, slots)] = vs[q];
   }
 }
 
@@ -173,12 +222,18 @@ void WindowSinkCache::StoreQuantized(uint32_t layer, int64_t t, const int8_t* k,
   const bool sink = IsSink(t);
   const uint32_t slot = sink ? static_cast<uint32_t>(t) : RingSlot(t);
   const uint32_t slots = sink ? g_.sink_capacity : g_.window;
-  const size_t r = Row(layer, slot, slots), s = ScaleRow(layer, slot, slots);
-  const size_t n = size_t(g_.kv_heads) * g_.head_dim, ns = size_t(g_.kv_heads) * groups_;
+  const size_t r = Row(layer, slot, slots);
+  const size_t n = size_t(g_.kv_heads) * g_.head_dim;
   std::copy(k, k + n, &(sink ? k_sink_ : k_ring_)[r]);
   std::copy(v, v + n, &(sink ? v_sink_ : v_ring_)[r]);
-  std::copy(ks, ks + ns, &(sink ? ks_sink_ : ks_ring_)[s]);
-  std::copy(vs, vs + ns, &(sink ? vs_sink_ : vs_ring_)[s]);
+  std::vector<float>& ks_to = sink ? ks_sink_ : ks_ring_;
+  std::vector<float>& vs_to = sink ? vs_sink_ : vs_ring_;
+  for (uint32_t h = 0; h < g_.kv_heads; ++h) {
+    for (uint32_t q = 0; q < groups_; ++q) {
+      ks_to[ScaleAt(layer, slot, h, q, slots)] = ks[h * groups_ + q];
+      vs_to[ScaleAt(layer, slot, h, q, slots)] = vs[h * groups_ + q];
+    }
+  }
 }
 
 void WindowSinkCache::Commit(int64_t t) {

@@ -39,6 +39,8 @@ struct CacheGeometry {
 
 class WindowSinkCache {
  public:
+  static constexpr uint32_t kMaxScaleGroups = 32;  // head_dim up to 1,024
+
   explicit WindowSinkCache(const CacheGeometry& g);
   WindowSinkCache(const WindowSinkCache&) = delete;
   WindowSinkCache& operator=(const WindowSinkCache&) = delete;
@@ -77,15 +79,28 @@ class WindowSinkCache {
   // Advances the counter after all layers stored token t (t == tokens()).
   void Commit(int64_t t);
 
-  // Int8 rows and scales: [kv_heads][head_dim] int8 and [kv_heads][groups] fp32 per slot.
+  // Int8 rows: [kv_heads][head_dim] per slot. Their fp32 scales (one per
+  // 32 values) are kept by kv head and group, slots adjacent: group q of kv
+  // head h at slot s is Sink/RingKScale(layer, s, h)[q * Sink/RingScaleGroupStride()],
+  // so attention loads sixteen keys' scales of a group at once.
   const int8_t* SinkK(uint32_t layer, uint32_t slot) const { return &sinks().k_sink_[Row(layer, slot, g_.sink_capacity)]; }
   const int8_t* SinkV(uint32_t layer, uint32_t slot) const { return &sinks().v_sink_[Row(layer, slot, g_.sink_capacity)]; }
-  const float* SinkKScale(uint32_t layer, uint32_t slot) const { return &sinks().ks_sink_[ScaleRow(layer, slot, g_.sink_capacity)]; }
-  const float* SinkVScale(uint32_t layer, uint32_t slot) const { return &sinks().vs_sink_[ScaleRow(layer, slot, g_.sink_capacity)]; }
+  const float* SinkKScale(uint32_t layer, uint32_t slot, uint32_t head) const {
+    return &sinks().ks_sink_[ScaleAt(layer, slot, head, 0, g_.sink_capacity)];
+  }
+  const float* SinkVScale(uint32_t layer, uint32_t slot, uint32_t head) const {
+    return &sinks().vs_sink_[ScaleAt(layer, slot, head, 0, g_.sink_capacity)];
+  }
+  uint32_t SinkScaleGroupStride() const { return g_.sink_capacity; }
   const int8_t* RingK(uint32_t layer, uint32_t slot) const { return &k_ring_[Row(layer, slot, g_.window)]; }
   const int8_t* RingV(uint32_t layer, uint32_t slot) const { return &v_ring_[Row(layer, slot, g_.window)]; }
-  const float* RingKScale(uint32_t layer, uint32_t slot) const { return &ks_ring_[ScaleRow(layer, slot, g_.window)]; }
-  const float* RingVScale(uint32_t layer, uint32_t slot) const { return &vs_ring_[ScaleRow(layer, slot, g_.window)]; }
+  const float* RingKScale(uint32_t layer, uint32_t slot, uint32_t head) const {
+    return &ks_ring_[ScaleAt(layer, slot, head, 0, g_.window)];
+  }
+  const float* RingVScale(uint32_t layer, uint32_t slot, uint32_t head) const {
+    return &vs_ring_[ScaleAt(layer, slot, head, 0, g_.window)];
+  }
+  uint32_t RingScaleGroupStride() const { return g_.window; }
 
   // fp32 rows [kv_heads][head_dim] (float_kv mode only).
   const float* SinkKf(uint32_t layer, uint32_t slot) const { return &sinks().kf_sink_[Row(layer, slot, g_.sink_capacity)]; }
@@ -146,11 +161,15 @@ class WindowSinkCache {
   size_t Row(uint32_t layer, uint32_t slot, uint32_t slots) const {
     return (size_t(layer) * slots + slot) * g_.kv_heads * g_.head_dim;
   }
-  size_t ScaleRow(uint32_t layer, uint32_t slot, uint32_t slots) const {
-    return (size_t(layer) * slots + slot) * g_.kv_heads * groups_;
+  // [layers][kv_heads][groups][slots]
+  size_t ScaleAt(uint32_t layer, uint32_t slot, uint32_t head, uint32_t group, uint32_t slots) const {
+    return ((size_t(layer) * g_.kv_heads + head) * groups_ + group) * slots + slot;
   }
 
   const WindowSinkCache& sinks() const { return sinks_owner_ ? *sinks_owner_ : *this; }
+  // Scale vectors in the saved files' slot-major order.
+  void PutScales(std::string& out, const std::vector<float>& v, uint32_t slots) const;
+  void GetScales(std::string_view& in, std::vector<float>& v, uint32_t slots, const char* what);
   // Layers, kv heads, head size, sink length, K/V precision and history sizes
   // equal (the window may differ).
   bool SameSinkGeometry(const WindowSinkCache& o) const;
@@ -163,7 +182,7 @@ class WindowSinkCache {
   int64_t tokens_ = 0;
   int64_t floor_ = 0;
   std::vector<int8_t> k_sink_, v_sink_, k_ring_, v_ring_;    // [layers][slots][kv_heads][head_dim]
-  std::vector<float> ks_sink_, vs_sink_, ks_ring_, vs_ring_;  // [layers][slots][kv_heads][groups]
+  std::vector<float> ks_sink_, vs_sink_, ks_ring_, vs_ring_;  // [layers][kv_heads][groups][slots]
   std::vector<float> kf_sink_, vf_sink_, kf_ring_, vf_ring_;  // float_kv mode: [layers][slots][kv_heads][head_dim]
   std::vector<int32_t> token_ring_;                            // [token_history]
   std::vector<float> engram_ring_;                             // [sites][engram_value_history][d_model]

@@ -91,11 +91,11 @@ void GroupScoresFloat(const AttentionGroupArgs& a, float* sc) {
     const float* q = run.sink ? a.q_sink : a.q_window;
     for (uint32_t s = 0; s < run.count; ++s) {
       const int8_t* k = run.k + size_t(s) * a.row_stride;
-      const float* ks = run.ks + size_t(s) * a.scale_stride;
+      const float* ks = run.ks + size_t(s) * run.scale_stride;
       VF acc[H];
       for (uint32_t h = 0; h < H; ++h) acc[h] = hn::Zero(df);
       for (uint32_t g = 0; g < groups; ++g) {
-        const auto scale = hn::Set(df, ks[g] * inv_sqrt);
+        const auto scale = hn::Set(df, ks[g * run.scale_group_stride] * inv_sqrt);
         for (uint32_t i = g * 32; i < g * 32 + 32; i += static_cast<uint32_t>(N)) {
           const auto kf = hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, k + i))), scale);
           for (uint32_t h = 0; h < H; ++h) acc[h] = hn::MulAdd(hn::LoadU(df, q + h * hd + i), kf, acc[h]);
@@ -175,12 +175,13 @@ bool AttendGroupSimdT(const AttentionGroupArgs& a) {
       const KvRun& run = a.runs[r];
       for (uint32_t s = 0; s < run.count; ++s, ++j) {
         const int8_t* v = run.v + size_t(s) * a.row_stride;
-        const float* vs = run.vs + size_t(s) * a.scale_stride;
+        const float* vs = run.vs + size_t(s) * run.scale_stride;
         VF p[H];
         for (uint32_t h = 0; h < H; ++h) p[h] = hn::Set(df, sc[j * H + h]);
         for (uint32_t c = 0; c < chunks; ++c) {
           const uint32_t c0 = c * static_cast<uint32_t>(N);
-          const auto vf = hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, v + c0))), hn::Set(df, vs[c0 / 32]));
+          const auto vscale = hn::Set(df, vs[c0 / 32 * run.scale_group_stride]);
+          const auto vf = hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, v + c0))), vscale);
           for (uint32_t h = 0; h < H; ++h) acc[h][c] = hn::MulAdd(p[h], vf, acc[h][c]);
         }
       }
@@ -201,7 +202,7 @@ bool AttendGroupSimdT(const AttentionGroupArgs& a) {
       for (uint32_t s = 0; s < run.count; ++s, ++j) {
         const int8_t* v = run.v + size_t(s) * a.row_stride;
         const auto vf = hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, v + c0))),
-                                hn::Set(df, run.vs[size_t(s) * a.scale_stride + g]));
+                                hn::Set(df, run.vs[size_t(s) * run.scale_stride + g * run.scale_group_stride]));
         for (uint32_t h = 0; h < H; ++h) acc[h] = hn::MulAdd(hn::Set(df, sc[j * H + h]), vf, acc[h]);
       }
     }
@@ -289,10 +290,11 @@ bool AttendBlockSimd(const AttentionBlockArgs& a) {
     for (uint32_t j = 0; j < nk; ++j) {
       const int8_t* k = run.k + size_t(s0 + j) * a.row_stride;
       const int8_t* v = run.v + size_t(s0 + j) * a.row_stride;
-      const float* ks = run.ks + size_t(s0 + j) * a.scale_stride;
-      const float* vs = run.vs + size_t(s0 + j) * a.scale_stride;
+      const float* ks = run.ks + size_t(s0 + j) * run.scale_stride;
+      const float* vs = run.vs + size_t(s0 + j) * run.scale_stride;
       for (uint32_t g = 0; g < hd / 32; ++g) {
-        const auto kscale = hn::Set(df, ks[g] * inv_sqrt), vscale = hn::Set(df, vs[g]);
+        const uint32_t gs = g * run.scale_group_stride;
+        const auto kscale = hn::Set(df, ks[gs] * inv_sqrt), vscale = hn::Set(df, vs[gs]);
         for (uint32_t i = g * 32; i < g * 32 + 32; i += static_cast<uint32_t>(N)) {
           if (!kIntScores) {
             hn::Store(hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, k + i))), kscale), df, kf + j * hd + i);
@@ -302,7 +304,7 @@ bool AttendBlockSimd(const AttentionBlockArgs& a) {
       }
     }
 #if HWY_TARGET == HWY_AVX3_DL
-    BlockScoresVnni(run, s0, nk, hd, a.row_stride, a.scale_stride, sink ? qs8 : qw8, sc);
+    BlockScoresVnni(run, s0, nk, hd, a.row_stride, sink ? qs8 : qw8, sc);
 #endif
     // Scores: eight keys at a time (independent accumulation chains, enough
     // to cover the multiply-add latency on two ports).
@@ -438,12 +440,12 @@ void AttendGroupReference(const AttentionGroupArgs& a) {
       const float* q = (run.sink ? a.q_sink : a.q_window) + size_t(h) * hd;
       for (uint32_t s = 0; s < run.count; ++s, ++j) {
         const int8_t* k = run.k + size_t(s) * a.row_stride;
-        const float* ks = run.ks + size_t(s) * a.scale_stride;
+        const float* ks = run.ks + size_t(s) * run.scale_stride;
         float acc = 0.0f;
         for (uint32_t g = 0; g < groups; ++g) {
           float part = 0.0f;
           for (uint32_t i = g * 32; i < std::min(hd, g * 32 + 32); ++i) part += q[i] * k[i];
-          acc += part * ks[g];
+          acc += part * ks[g * run.scale_group_stride];
         }
         sc[j] = acc * inv_sqrt;
       }
@@ -457,9 +459,9 @@ void AttendGroupReference(const AttentionGroupArgs& a) {
       const KvRun& run = a.runs[r];
       for (uint32_t s = 0; s < run.count; ++s, ++j) {
         const int8_t* v = run.v + size_t(s) * a.row_stride;
-        const float* vs = run.vs + size_t(s) * a.scale_stride;
+        const float* vs = run.vs + size_t(s) * run.scale_stride;
         const float p = sc[j] / sum;
-        for (uint32_t i = 0; i < hd; ++i) o[i] += p * vs[i / 32] * v[i];
+        for (uint32_t i = 0; i < hd; ++i) o[i] += p * vs[i / 32 * run.scale_group_stride] * v[i];
       }
     }
   }
@@ -477,8 +479,9 @@ void AttendBlockReference(const AttentionBlockArgs& a, float* scores) {
       const uint32_t b = std::max(w0, a.window_begin[t]), e = std::min(w0 + run.count, a.window_end[t]);
       if (b < e) {
         const uint32_t s = b - w0;
-        runs[nr++] = {run.k + size_t(s) * a.row_stride, run.ks + size_t(s) * a.scale_stride,
-                      run.v + size_t(s) * a.row_stride, run.vs + size_t(s) * a.scale_stride, e - b, false};
+        runs[nr++] = {run.k + size_t(s) * a.row_stride, run.ks + size_t(s) * run.scale_stride,
+                      run.v + size_t(s) * a.row_stride, run.vs + size_t(s) * run.scale_stride, e - b, false,
+                      run.scale_stride, run.scale_group_stride};
       }
       w0 += run.count;
     }
@@ -488,7 +491,6 @@ void AttendBlockReference(const AttentionBlockArgs& a, float* scores) {
     g.heads = a.heads;
     g.head_dim = a.head_dim;
     g.row_stride = a.row_stride;
-    g.scale_stride = a.scale_stride;
     g.runs = runs;
     g.num_runs = nr;
     g.scores = scores;

@@ -14,14 +14,19 @@
 namespace needle {
 
 // A run of consecutive cache slots: rows [first, first+count) of a slot array
-// whose rows are `row_stride` int8 values apart (scales `scale_stride` floats apart).
+// whose rows are `row_stride` int8 values apart. Group q's scale of the run's
+// slot s is ks[s * scale_stride + q * scale_group_stride]: [slot][group]
+// (scale_stride = the groups of all kv heads, group stride 1: a chunk's own
+// rows) or [group][slot] (scale_stride 1, group stride = the slots: the
+// cache's layout, where sixteen keys' scales of a group are one load).
 struct KvRun {
   const int8_t* k = nullptr;  // row of slot `first`, already offset to kv head g
-  const float* ks = nullptr;
+  const float* ks = nullptr;  // group 0's scale of slot `first` (of kv head g)
   const int8_t* v = nullptr;
   const float* vs = nullptr;
   uint32_t count = 0;
   bool sink = false;  // scored with the sink-rotated query
+  uint32_t scale_stride = 0, scale_group_stride = 0;
 };
 
 struct AttentionGroupArgs {
@@ -30,7 +35,6 @@ struct AttentionGroupArgs {
   uint32_t heads;         // query heads in the group (H / G)
   uint32_t head_dim;
   uint32_t row_stride;    // int8 values between consecutive slots (kv_heads * head_dim)
-  uint32_t scale_stride;  // floats between consecutive slots' scales (kv_heads * groups)
   const KvRun* runs;
   uint32_t num_runs;
   float* scores;  // scratch, [heads][total slots]
@@ -56,7 +60,7 @@ struct AttentionBlockArgs {
   uint32_t q_stride;
   uint32_t tokens;  // tokens * heads <= kAttentionBlockRows
   uint32_t heads, head_dim;
-  uint32_t row_stride, scale_stride;  // as in AttentionGroupArgs (same for every run)
+  uint32_t row_stride;  // as in AttentionGroupArgs (same for every run)
   const KvRun* sink_runs;  // visible to every token
   uint32_t num_sink_runs;
   const KvRun* window_runs;  // the window keys in position order

@@ -15,31 +15,29 @@ namespace {
 
 constexpr uint32_t kHeadDim = 64, kKvHeads = 4, kGroupHeads = 2, kSinks = 252, kWindow = 256;
 constexpr uint32_t kGroups = kHeadDim / 32;
-constexpr uint32_t kRowStride = kKvHeads * kHeadDim, kScaleStride = kKvHeads * kGroups;
+constexpr uint32_t kSlots = kSinks + kWindow;
+constexpr uint32_t kRowStride = kKvHeads * kHeadDim;
 
 struct Fixture {
   std::vector<int8_t> k, v;  // [slot][kv head][hd], sinks then window
-  std::vector<float> ks, vs;
+  std::vector<float> ks, vs;  // [kv head][group][slot], as the cache keeps them
   std::vector<float> q_window, q_sink;  // [16 rows][hd]
   std::vector<float> scores, out;
   KvRun runs[2];
 
   Fixture() {
     SplitMix64 rng(7);
-    const uint32_t slots = kSinks + kWindow;
-    k.resize(size_t(slots) * kRowStride), v.resize(k.size());
-    ks.resize(size_t(slots) * kScaleStride), vs.resize(ks.size());
+    k.resize(size_t(kSlots) * kRowStride), v.resize(k.size());
+    ks.resize(size_t(kSlots) * kKvHeads * kGroups), vs.resize(ks.size());
     std::vector<float> row(kRowStride);
-    for (uint32_t s = 0; s < slots; ++s) {
-      for (float& x : row) x = static_cast<float>(rng.Normal());
-      for (uint32_t g = 0; g < kKvHeads; ++g) {
-        QuantizeKvRow(row.data() + g * kHeadDim, kHeadDim, k.data() + size_t(s) * kRowStride + g * kHeadDim,
-                      ks.data() + size_t(s) * kScaleStride + g * kGroups);
-      }
-      for (float& x : row) x = static_cast<float>(rng.Normal());
-      for (uint32_t g = 0; g < kKvHeads; ++g) {
-        QuantizeKvRow(row.data() + g * kHeadDim, kHeadDim, v.data() + size_t(s) * kRowStride + g * kHeadDim,
-                      vs.data() + size_t(s) * kScaleStride + g * kGroups);
+    float scale[kGroups];
+    for (uint32_t s = 0; s < kSlots; ++s) {
+      for (int kv = 0; kv < 2; ++kv) {
+        for (float& x : row) x = static_cast<float>(rng.Normal());
+        for (uint32_t g = 0; g < kKvHeads; ++g) {
+          QuantizeKvRow(row.data() + g * kHeadDim, kHeadDim, (kv ? v : k).data() + size_t(s) * kRowStride + g * kHeadDim, scale);
+          for (uint32_t q = 0; q < kGroups; ++q) (kv ? vs : ks)[(size_t(g) * kGroups + q) * kSlots + s] = scale[q];
+        }
       }
     }
     q_window.resize(size_t(kAttentionBlockRows) * kHeadDim), q_sink.resize(q_window.size());
@@ -49,19 +47,18 @@ struct Fixture {
       SnapToKvGrid(q_window.data() + r * kHeadDim, kHeadDim);
       SnapToKvGrid(q_sink.data() + r * kHeadDim, kHeadDim);
     }
-    scores.resize(size_t(kAttentionBlockRows) * slots);
+    scores.resize(size_t(kAttentionBlockRows) * kSlots);
     out.resize(size_t(kAttentionBlockRows) * kHeadDim);
-    runs[0] = {k.data(), ks.data(), v.data(), vs.data(), kSinks, true};
-    const size_t w0 = size_t(kSinks);
-    runs[1] = {k.data() + w0 * kRowStride, ks.data() + w0 * kScaleStride, v.data() + w0 * kRowStride,
-               vs.data() + w0 * kScaleStride, kWindow, false};
+    runs[0] = {k.data(), ks.data(), v.data(), vs.data(), kSinks, true, 1, kSlots};
+    runs[1] = {k.data() + size_t(kSinks) * kRowStride, ks.data() + kSinks, v.data() + size_t(kSinks) * kRowStride,
+               vs.data() + kSinks, kWindow, false, 1, kSlots};
   }
 
   AttentionGroupArgs Group() {
     AttentionGroupArgs a;
     a.q_window = q_window.data(), a.q_sink = q_sink.data();
     a.heads = kGroupHeads, a.head_dim = kHeadDim;
-    a.row_stride = kRowStride, a.scale_stride = kScaleStride;
+    a.row_stride = kRowStride;
     a.runs = runs, a.num_runs = 2;
     a.scores = scores.data(), a.out = out.data();
     return a;
@@ -106,7 +103,8 @@ void BM_AttendToken27Layers(benchmark::State& state) {
       KvRun* r = &runs[(l * kKvHeads + g) * 2];
       for (int i = 0; i < 2; ++i) {
         r[i] = layers[l].runs[i];
-        r[i].k += g * kHeadDim, r[i].v += g * kHeadDim, r[i].ks += g * kGroups, r[i].vs += g * kGroups;
+        const size_t so = size_t(g) * kGroups * kSlots;  // kv head g's scales
+        r[i].k += g * kHeadDim, r[i].v += g * kHeadDim, r[i].ks += so, r[i].vs += so;
       }
       AttentionGroupArgs a = layers[l].Group();
       a.runs = r;
@@ -130,7 +128,7 @@ void BM_AttendBlock(benchmark::State& state) {
   a.q_window = f.q_window.data(), a.q_sink = f.q_sink.data();
   a.q_stride = kGroupHeads * kHeadDim;
   a.tokens = tokens, a.heads = kGroupHeads, a.head_dim = kHeadDim;
-  a.row_stride = kRowStride, a.scale_stride = kScaleStride;
+  a.row_stride = kRowStride;
   a.sink_runs = &f.runs[0], a.num_sink_runs = 1;
   a.window_runs = &f.runs[1], a.num_window_runs = 1;
   a.window_begin = begin.data(), a.window_end = end.data();

@@ -17,8 +17,39 @@ void SnapToHeads(std::vector<float>& q, uint32_t hd) {
   for (size_t i = 0; i + hd <= q.size(); i += hd) SnapToKvGrid(q.data() + i, hd);
 }
 
+// A test's K/V scales, [slot][kv head][group], and the same by group
+// ([kv head][group][slot]): a run points into either, as a chunk's own rows
+// and the cache do.
+struct Scales {
+  Scales(const std::vector<float>& k, const std::vector<float>& v, uint32_t slots, uint32_t srow, uint32_t groups)
+      : ks(k), vs(v), ks_by_group(k.size()), vs_by_group(v.size()), slots(slots), srow(srow), groups(groups) {
+    for (uint32_t s = 0; s < slots; ++s) {
+      for (uint32_t i = 0; i < srow; ++i) {
+        ks_by_group[size_t(i) * slots + s] = ks[size_t(s) * srow + i];
+        vs_by_group[size_t(i) * slots + s] = vs[size_t(s) * srow + i];
+      }
+    }
+  }
+  // r with the scales of kv head g from slot `first` on.
+  KvRun Point(KvRun r, bool by_group, uint32_t g, uint32_t first) const {
+    if (by_group) {
+      const size_t at = size_t(g) * groups * slots + first;
+      r.ks = &ks_by_group[at], r.vs = &vs_by_group[at], r.scale_stride = 1, r.scale_group_stride = slots;
+    } else {
+      const size_t at = size_t(first) * srow + size_t(g) * groups;
+      r.ks = &ks[at], r.vs = &vs[at], r.scale_stride = srow, r.scale_group_stride = 1;
+    }
+    return r;
+  }
+  const std::vector<float>& ks;
+  const std::vector<float>& vs;
+  std::vector<float> ks_by_group, vs_by_group;
+  uint32_t slots, srow, groups;
+};
+
 // SIMD attention equals the scalar reference, on every compiled target, for
-// several GQA group sizes, head sizes and run layouts (sinks + a wrapped window).
+// several GQA group sizes, head sizes and run layouts (sinks + a wrapped
+// window), with the scales in either layout.
 TEST(AttendGroup, SimdEqualsReference) {
   for (uint32_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
@@ -38,21 +69,25 @@ TEST(AttendGroup, SimdEqualsReference) {
         SnapToHeads(qw, hd);  // queries on the int8 grid, as the model passes them
         SnapToHeads(qs, hd);
         const uint32_t g = 1;  // kv head 1 of 3: exercises the row offsets
-        KvRun runs[3] = {
-            {&k[0 * row + g * hd], &ks[0 * srow + g * groups], &v[0 * row + g * hd], &vs[0 * srow + g * groups], 7, true},
-            {&k[30 * row + g * hd], &ks[30 * srow + g * groups], &v[30 * row + g * hd], &vs[30 * srow + g * groups], 10, false},
-            {&k[7 * row + g * hd], &ks[7 * srow + g * groups], &v[7 * row + g * hd], &vs[7 * srow + g * groups], 12, false}};
-        // The kernel's scratch may start at any float (a kv group's share of the
-        // session's scratch): one float past an aligned start.
-        std::vector<float> sc1(heads * 29), sc2(heads * 29 + 1), out1(heads * hd), out2(heads * hd);
-        AttentionGroupArgs a{qw.data(), qs.data(), heads, hd, row, srow, runs, 3, sc1.data(), out1.data()};
-        AttendGroupReference(a);
-        a.scores = sc2.data() + 1;
-        a.out = out2.data();
-        AttendGroup(a);
-        for (size_t i = 0; i < out1.size(); ++i) {
-          ASSERT_NEAR(out1[i], out2[i], 1e-4f * (1.0f + std::fabs(out1[i])))
-              << hwy::TargetName(target) << " heads " << heads << " hd " << hd << " i " << i;
+        const Scales scales(ks, vs, slots, srow, groups);
+        for (bool by_group : {false, true}) {
+          auto run = [&](uint32_t first, uint32_t count, bool sink) {
+            const KvRun rows{&k[first * row + g * hd], nullptr, &v[first * row + g * hd], nullptr, count, sink};
+            return scales.Point(rows, by_group, g, first);
+          };
+          KvRun runs[3] = {run(0, 7, true), run(30, 10, false), run(7, 12, false)};
+          // The kernel's scratch may start at any float (a kv group's share of the
+          // session's scratch): one float past an aligned start.
+          std::vector<float> sc1(heads * 29), sc2(heads * 29 + 1), out1(heads * hd), out2(heads * hd);
+          AttentionGroupArgs a{qw.data(), qs.data(), heads, hd, row, runs, 3, sc1.data(), out1.data()};
+          AttendGroupReference(a);
+          a.scores = sc2.data() + 1;
+          a.out = out2.data();
+          AttendGroup(a);
+          for (size_t i = 0; i < out1.size(); ++i) {
+            ASSERT_NEAR(out1[i], out2[i], 1e-4f * (1.0f + std::fabs(out1[i])))
+                << hwy::TargetName(target) << " heads " << heads << " hd " << hd << " by group " << by_group << " i " << i;
+          }
         }
       }
     }
@@ -86,21 +121,24 @@ TEST(AttendGroup, LongWindowsEqualReference) {
             SnapToHeads(qw, hd);
             SnapToHeads(qs, hd);
             const uint32_t g = 1, sinks = total / 3, tail = std::min(20u, (total - sinks) / 2), first = total - sinks - tail;  // runs: sinks, a wrapped ring
-            auto at = [&](uint32_t slot) { return slot * row + g * hd; };
-            auto sat = [&](uint32_t slot) { return slot * srow + g * groups; };
-            KvRun runs[3] = {{&k[at(0)], &ks[sat(0)], &v[at(0)], &vs[sat(0)], sinks, true},
-                             {&k[at(sinks + 5)], &ks[sat(sinks + 5)], &v[at(sinks + 5)], &vs[sat(sinks + 5)], first, false},
-                             {&k[at(sinks)], &ks[sat(sinks)], &v[at(sinks)], &vs[sat(sinks)], tail, false}};
-            std::vector<float> sc1(heads * total), sc2(heads * total), out1(heads * hd), out2(heads * hd, 9.0f);
-            AttentionGroupArgs a{qw.data(), qs.data(), heads, hd, row, srow, runs, 3, sc1.data(), out1.data()};
-            AttendGroupReference(a);
-            a.scores = sc2.data();
-            a.out = out2.data();
-            AttendGroup(a);
-            for (size_t i = 0; i < out1.size(); ++i) {
-              ASSERT_NEAR(out1[i], out2[i], 1e-4f * (1.0f + std::fabs(out1[i])))
-                  << hwy::TargetName(target) << " heads " << heads << " hd " << hd << " total " << total << " kind "
-                  << kind << " i " << i;
+            const Scales scales(ks, vs, slots, srow, groups);
+            for (bool by_group : {false, true}) {
+              auto run = [&](uint32_t slot, uint32_t count, bool sink) {
+                const KvRun rows{&k[slot * row + g * hd], nullptr, &v[slot * row + g * hd], nullptr, count, sink};
+                return scales.Point(rows, by_group, g, slot);
+              };
+              KvRun runs[3] = {run(0, sinks, true), run(sinks + 5, first, false), run(sinks, tail, false)};
+              std::vector<float> sc1(heads * total), sc2(heads * total), out1(heads * hd), out2(heads * hd, 9.0f);
+              AttentionGroupArgs a{qw.data(), qs.data(), heads, hd, row, runs, 3, sc1.data(), out1.data()};
+              AttendGroupReference(a);
+              a.scores = sc2.data();
+              a.out = out2.data();
+              AttendGroup(a);
+              for (size_t i = 0; i < out1.size(); ++i) {
+                ASSERT_NEAR(out1[i], out2[i], 1e-4f * (1.0f + std::fabs(out1[i])))
+                    << hwy::TargetName(target) << " heads " << heads << " hd " << hd << " total " << total << " kind "
+                    << kind << " by group " << by_group << " i " << i;
+              }
             }
           }
         }
@@ -138,44 +176,47 @@ TEST(AttendBlock, SimdEqualsReference) {
           SnapToHeads(qw, hd);
           SnapToHeads(qs, hd);
           const uint32_t g = 1;
-          auto run = [&](uint32_t first, uint32_t count) {
-            return KvRun{&k[first * row + g * hd], &ks[first * srow + g * groups], &v[first * row + g * hd],
-                         &vs[first * srow + g * groups], count, false};
-          };
-          KvRun sink_runs[1] = {run(0, sinks)};
-          // Window sequence: 40 keys at slots 100.., 37 at slots 50.. (a wrapped ring), then the chunk.
-          KvRun window_runs[3] = {run(100, 40), run(50, 37), run(60, tokens)};
-          std::vector<uint32_t> begin(tokens), end(tokens);
-          for (uint32_t t = 0; t < tokens; ++t) {
-            end[t] = 77 + t + 1;
-            begin[t] = t % 3 == 0 ? 0 : std::min<uint32_t>(end[t] - 1, 33 + 3 * t);  // some windows skip whole blocks
-          }
-          AttentionBlockArgs a{};
-          a.q_window = qw.data() + heads * hd;
-          a.q_sink = qs.data() + heads * hd;
-          a.q_stride = qstride;
-          a.tokens = tokens;
-          a.heads = heads;
-          a.head_dim = hd;
-          a.row_stride = row;
-          a.scale_stride = srow;
-          a.sink_runs = sink_runs;
-          a.num_sink_runs = sinks ? 1 : 0;
-          a.window_runs = window_runs;
-          a.num_window_runs = 3;
-          a.window_begin = begin.data();
-          a.window_end = end.data();
-          std::vector<float> out1(tokens * qstride, 7.0f), out2(tokens * qstride, 7.0f);
-          std::vector<float> scores(heads * (sinks + 77 + tokens));
-          a.out = out1.data();
-          a.out_stride = qstride;
-          AttendBlockReference(a, scores.data());
-          a.out = out2.data();
-          if (!AttendBlock(a)) continue;  // a target without the kernel: the caller falls back
-          ++checked;
-          for (size_t i = 0; i < out1.size(); ++i) {
-            ASSERT_NEAR(out1[i], out2[i], 1e-4f * (1.0f + std::fabs(out1[i])))
-                << hwy::TargetName(target) << " heads " << heads << " hd " << hd << " sinks " << sinks << " i " << i;
+          const Scales scales(ks, vs, slots, srow, groups);
+          for (bool by_group : {false, true}) {
+            auto run = [&](uint32_t first, uint32_t count) {
+              const KvRun rows{&k[first * row + g * hd], nullptr, &v[first * row + g * hd], nullptr, count, false};
+              return scales.Point(rows, by_group, g, first);
+            };
+            KvRun sink_runs[1] = {run(0, sinks)};
+            // Window sequence: 40 keys at slots 100.., 37 at slots 50.. (a wrapped ring), then the chunk.
+            KvRun window_runs[3] = {run(100, 40), run(50, 37), run(60, tokens)};
+            std::vector<uint32_t> begin(tokens), end(tokens);
+            for (uint32_t t = 0; t < tokens; ++t) {
+              end[t] = 77 + t + 1;
+              begin[t] = t % 3 == 0 ? 0 : std::min<uint32_t>(end[t] - 1, 33 + 3 * t);  // some windows skip whole blocks
+            }
+            AttentionBlockArgs a{};
+            a.q_window = qw.data() + heads * hd;
+            a.q_sink = qs.data() + heads * hd;
+            a.q_stride = qstride;
+            a.tokens = tokens;
+            a.heads = heads;
+            a.head_dim = hd;
+            a.row_stride = row;
+            a.sink_runs = sink_runs;
+            a.num_sink_runs = sinks ? 1 : 0;
+            a.window_runs = window_runs;
+            a.num_window_runs = 3;
+            a.window_begin = begin.data();
+            a.window_end = end.data();
+            std::vector<float> out1(tokens * qstride, 7.0f), out2(tokens * qstride, 7.0f);
+            std::vector<float> scores(heads * (sinks + 77 + tokens));
+            a.out = out1.data();
+            a.out_stride = qstride;
+            AttendBlockReference(a, scores.data());
+            a.out = out2.data();
+            if (!AttendBlock(a)) continue;  // a target without the kernel: the caller falls back
+            ++checked;
+            for (size_t i = 0; i < out1.size(); ++i) {
+              ASSERT_NEAR(out1[i], out2[i], 1e-4f * (1.0f + std::fabs(out1[i])))
+                  << hwy::TargetName(target) << " heads " << heads << " hd " << hd << " sinks " << sinks << " by group "
+                  << by_group << " i " << i;
+            }
           }
         }
       }
@@ -209,39 +250,42 @@ TEST(AttendBlock, LongBlocksEqualReference) {
           SnapToHeads(qw, hd);
           SnapToHeads(qs, hd);
           const uint32_t g = 1, window = total - sinks;
-          auto run = [&](uint32_t first, uint32_t count) {
-            return KvRun{&k[first * row + g * hd], &ks[first * srow + g * groups], &v[first * row + g * hd],
-                         &vs[first * srow + g * groups], count, false};
-          };
-          KvRun sink_runs[1] = {run(0, sinks)};
-          KvRun window_runs[2] = {run(sinks + 30, window - 30), run(sinks, 30)};  // a wrapped ring
-          std::vector<uint32_t> begin(tokens), end(tokens);
-          for (uint32_t t = 0; t < tokens; ++t) end[t] = window - tokens + t + 1, begin[t] = t;  // sliding
-          AttentionBlockArgs a{};
-          a.q_window = qw.data();
-          a.q_sink = qs.data();
-          a.q_stride = heads * hd;
-          a.tokens = tokens;
-          a.heads = heads;
-          a.head_dim = hd;
-          a.row_stride = row;
-          a.scale_stride = srow;
-          a.sink_runs = sink_runs;
-          a.num_sink_runs = 1;
-          a.window_runs = window_runs;
-          a.num_window_runs = 2;
-          a.window_begin = begin.data();
-          a.window_end = end.data();
-          a.out_stride = heads * hd;
-          std::vector<float> out1(tokens * heads * hd), out2(tokens * heads * hd, 7.0f), scores(heads * total);
-          a.out = out1.data();
-          AttendBlockReference(a, scores.data());
-          a.out = out2.data();
-          if (!AttendBlock(a)) continue;
-          ++checked;
-          for (size_t i = 0; i < out1.size(); ++i) {
-            ASSERT_NEAR(out1[i], out2[i], 1e-4f * (1.0f + std::fabs(out1[i])))
-                << hwy::TargetName(target) << " hd " << hd << " total " << total << " kind " << kind << " i " << i;
+          const Scales scales(ks, vs, slots, srow, groups);
+          for (bool by_group : {false, true}) {
+            auto run = [&](uint32_t first, uint32_t count) {
+              const KvRun rows{&k[first * row + g * hd], nullptr, &v[first * row + g * hd], nullptr, count, false};
+              return scales.Point(rows, by_group, g, first);
+            };
+            KvRun sink_runs[1] = {run(0, sinks)};
+            KvRun window_runs[2] = {run(sinks + 30, window - 30), run(sinks, 30)};  // a wrapped ring
+            std::vector<uint32_t> begin(tokens), end(tokens);
+            for (uint32_t t = 0; t < tokens; ++t) end[t] = window - tokens + t + 1, begin[t] = t;  // sliding
+            AttentionBlockArgs a{};
+            a.q_window = qw.data();
+            a.q_sink = qs.data();
+            a.q_stride = heads * hd;
+            a.tokens = tokens;
+            a.heads = heads;
+            a.head_dim = hd;
+            a.row_stride = row;
+            a.sink_runs = sink_runs;
+            a.num_sink_runs = 1;
+            a.window_runs = window_runs;
+            a.num_window_runs = 2;
+            a.window_begin = begin.data();
+            a.window_end = end.data();
+            a.out_stride = heads * hd;
+            std::vector<float> out1(tokens * heads * hd), out2(tokens * heads * hd, 7.0f), scores(heads * total);
+            a.out = out1.data();
+            AttendBlockReference(a, scores.data());
+            a.out = out2.data();
+            if (!AttendBlock(a)) continue;
+            ++checked;
+            for (size_t i = 0; i < out1.size(); ++i) {
+              ASSERT_NEAR(out1[i], out2[i], 1e-4f * (1.0f + std::fabs(out1[i])))
+                  << hwy::TargetName(target) << " hd " << hd << " total " << total << " kind " << kind << " by group "
+                  << by_group << " i " << i;
+            }
           }
         }
       }
@@ -272,7 +316,7 @@ TEST(AttendBlock, RefusesWhatItCannotDo) {
 
 TEST(AttendGroup, NoKeysGivesZeros) {
   std::vector<float> q(64, 1.0f), out(64, 5.0f), sc(1);
-  AttentionGroupArgs a{q.data(), q.data(), 1, 64, 64, 2, nullptr, 0, sc.data(), out.data()};
+  AttentionGroupArgs a{q.data(), q.data(), 1, 64, 64, nullptr, 0, sc.data(), out.data()};
   AttendGroup(a);
   for (float x : out) EXPECT_EQ(x, 0.0f);
 }

@@ -86,8 +86,6 @@ NEEDLE_VNNI512 bool AttendGroupVnni(const AttentionGroupArgs& a, uint32_t total)
   __m512 vsmax[4];
   for (uint32_t g = 0; g < groups; ++g) vsmax[g] = _mm512_setzero_ps();
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512i even_idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd_idx = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   uint32_t j = 0;
   for (uint32_t r = 0; r < a.num_runs; ++r) {
     const KvRun& run = a.runs[r];
@@ -101,30 +99,25 @@ NEEDLE_VNNI512 bool AttendGroupVnni(const AttentionGroupArgs& a, uint32_t total)
         k[u] = run.k + size_t(s) * a.row_stride;
         if (u < n) vrow[j + u] = run.v + size_t(s) * a.row_stride;
       }
+      // The scales of 16 keys, by group: one load each where the slots'
+      // scales of a group are adjacent (the cache's layout), else gathered.
+      __m512 kscale[4];
       const __m512i slot = _mm512_min_epi32(_mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(s0)), lane),
                                             _mm512_set1_epi32(static_cast<int>(run.count - 1)));
-      const __m512i sidx = _mm512_mullo_epi32(slot, _mm512_set1_epi32(static_cast<int>(a.scale_stride)));
-      // The scales of 16 keys: each key's groups are adjacent floats, so
-      // 64-bit gathers (8 keys, two groups each) take half the elements of
-      // 32-bit ones; the pairs are then split by group.
-      __m512 kscale[4];
-      for (uint32_t g = 0; g < groups; g += 2) {
-        const __m512i gi = _mm512_add_epi32(sidx, _mm512_set1_epi32(static_cast<int>(g)));
-        const __m256i i0 = _mm512_castsi512_si256(gi), i1 = _mm512_extracti64x4_epi64(gi, 1);
-        auto split = [&](const float* base, __m512* even, __m512* odd) {
-          const __m512 p0 = _mm512_castpd_ps(_mm512_i32gather_pd(i0, base, 4));  // keys 0-7: [g, g+1] pairs
-          const __m512 p1 = _mm512_castpd_ps(_mm512_i32gather_pd(i1, base, 4));  // keys 8-15
-          *even = _mm512_permutex2var_ps(p0, even_idx, p1);
-          *odd = _mm512_permutex2var_ps(p0, odd_idx, p1);
-        };
-        split(run.ks, &kscale[g], &kscale[g + 1]);
-        __m512 vs[2];
-        split(run.vs, &vs[0], &vs[1]);
-        for (uint32_t e = 0; e < 2; ++e) {
-          vs[e] = _mm512_maskz_mov_ps(valid, vs[e]);
-          _mm512_storeu_ps(vsf[g + e] + j, vs[e]);
-          vsmax[g + e] = _mm512_max_ps(vsmax[g + e], vs[e]);
+      const __m512i sidx = _mm512_mullo_epi32(slot, _mm512_set1_epi32(static_cast<int>(run.scale_stride)));
+      for (uint32_t g = 0; g < groups; ++g) {
+        const size_t go = size_t(g) * run.scale_group_stride;
+        __m512 vs;
+        if (run.scale_stride == 1) {
+          kscale[g] = _mm512_maskz_loadu_ps(valid, run.ks + s0 + go);
+          vs = _mm512_maskz_loadu_ps(valid, run.vs + s0 + go);
+        } else {
+          const __m512i gi = _mm512_add_epi32(sidx, _mm512_set1_epi32(static_cast<int>(go)));
+          kscale[g] = _mm512_i32gather_ps(gi, run.ks, 4);
+          vs = _mm512_maskz_mov_ps(valid, _mm512_i32gather_ps(gi, run.vs, 4));
         }
+        _mm512_storeu_ps(vsf[g] + j, vs);
+        vsmax[g] = _mm512_max_ps(vsmax[g], vs);
       }
       __m512 score[H];
       for (uint32_t h = 0; h < H; ++h) score[h] = _mm512_setzero_ps();
@@ -297,7 +290,7 @@ inline void QuantizeBlockQueries(const float* q, uint32_t q_stride, uint32_t hea
 // Eight keys at a time, each group's eight 4-byte quads broadcast against the
 // rows' quads.
 NEEDLE_VNNI512 void BlockScoresVnni(const KvRun& run, uint32_t s0, uint32_t nk, uint32_t hd, uint32_t row_stride,
-                                    uint32_t scale_stride, const BlockQueriesQ8& q, float* sc) {
+                                    const BlockQueriesQ8& q, float* sc) {
   alignas(64) uint8_t kb[kKeyBlock * kAttentionBlockMaxHeadDim];  // keys + 128, [key][i]
   const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
   for (uint32_t j = 0; j < nk; ++j) {
@@ -327,7 +320,7 @@ NEEDLE_VNNI512 void BlockScoresVnni(const KvRun& run, uint32_t s0, uint32_t nk, 
       }
       const __m512 qs = _mm512_load_ps(q.scale[g]);
       for (int u = 0; u < 8; ++u) {
-        const float ks = run.ks[size_t(s0 + key[u]) * scale_stride + g];
+        const float ks = run.ks[size_t(s0 + key[u]) * run.scale_stride + size_t(g) * run.scale_group_stride];
         s[u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[u]), _mm512_mul_ps(qs, _mm512_set1_ps(ks)), s[u]);
       }
     }

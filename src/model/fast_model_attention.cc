@@ -62,25 +62,24 @@ void RunAttentionRange(void* ctx, uint32_t g0, uint32_t g1) {
   const auto* j = static_cast<const AttentionJob*>(ctx);
   const WindowSinkCache& c = *j->cache;
   const CacheGeometry& geo = c.geometry();
-  const uint32_t row_stride = geo.kv_heads * j->hd, scale_stride = geo.kv_heads * j->ngk;
+  const uint32_t row_stride = geo.kv_heads * j->hd;
+  const uint32_t sink_gs = c.SinkScaleGroupStride(), ring_gs = c.RingScaleGroupStride();
   for (uint32_t g = g0; g < g1; ++g) {
     if (j->prepare) PrepareGroup(*j, g, false);
     KvRun runs[3];
     uint32_t nr = 0;
     if (j->n_sink) {
-      runs[nr++] = {c.SinkK(j->layer, 0) + g * j->hd, c.SinkKScale(j->layer, 0) + g * j->ngk,
-                    c.SinkV(j->layer, 0) + g * j->hd, c.SinkVScale(j->layer, 0) + g * j->ngk, j->n_sink,
-                    j->sink_scored_as_sink};
+      runs[nr++] = {c.SinkK(j->layer, 0) + g * j->hd, c.SinkKScale(j->layer, 0, g), c.SinkV(j->layer, 0) + g * j->hd,
+                    c.SinkVScale(j->layer, 0, g), j->n_sink, j->sink_scored_as_sink, 1, sink_gs};
     }
     if (j->nw) {
       const uint32_t first_count = std::min(j->nw, j->window - j->win_first_slot);
       const uint32_t s0 = j->win_first_slot;
-      runs[nr++] = {c.RingK(j->layer, s0) + g * j->hd, c.RingKScale(j->layer, s0) + g * j->ngk,
-                    c.RingV(j->layer, s0) + g * j->hd, c.RingVScale(j->layer, s0) + g * j->ngk, first_count, false};
+      runs[nr++] = {c.RingK(j->layer, s0) + g * j->hd, c.RingKScale(j->layer, s0, g), c.RingV(j->layer, s0) + g * j->hd,
+                    c.RingVScale(j->layer, s0, g), first_count, false, 1, ring_gs};
       if (first_count < j->nw) {
-        runs[nr++] = {c.RingK(j->layer, 0) + g * j->hd, c.RingKScale(j->layer, 0) + g * j->ngk,
-                      c.RingV(j->layer, 0) + g * j->hd, c.RingVScale(j->layer, 0) + g * j->ngk, j->nw - first_count,
-                      false};
+        runs[nr++] = {c.RingK(j->layer, 0) + g * j->hd, c.RingKScale(j->layer, 0, g), c.RingV(j->layer, 0) + g * j->hd,
+                      c.RingVScale(j->layer, 0, g), j->nw - first_count, false, 1, ring_gs};
       }
     }
     AttentionGroupArgs a;
@@ -89,7 +88,6 @@ void RunAttentionRange(void* ctx, uint32_t g0, uint32_t g1) {
     a.heads = j->group;
     a.head_dim = j->hd;
     a.row_stride = row_stride;
-    a.scale_stride = scale_stride;
     a.runs = runs;
     a.num_runs = nr;
     a.scores = j->scores + size_t(g) * j->scores_per_group;
@@ -117,11 +115,13 @@ void RunBlockAttentionRange(void* ctx, uint32_t b, uint32_t e) {
     KvRun sinks[1], window[3];
     for (uint32_t r = 0; r < a.num_sink_runs; ++r) {
       sinks[r] = j->sink_runs[r];
-      sinks[r].k += g * j->hd, sinks[r].v += g * j->hd, sinks[r].ks += g * j->ngk, sinks[r].vs += g * j->ngk;
+      const size_t so = size_t(g) * j->ngk * sinks[r].scale_group_stride;  // kv head g's scales
+      sinks[r].k += g * j->hd, sinks[r].v += g * j->hd, sinks[r].ks += so, sinks[r].vs += so;
     }
     for (uint32_t r = 0; r < a.num_window_runs; ++r) {
       window[r] = j->window_runs[r];
-      window[r].k += g * j->hd, window[r].v += g * j->hd, window[r].ks += g * j->ngk, window[r].vs += g * j->ngk;
+      const size_t so = size_t(g) * j->ngk * window[r].scale_group_stride;
+      window[r].k += g * j->hd, window[r].v += g * j->hd, window[r].ks += so, window[r].vs += so;
     }
     a.sink_runs = sinks;
     a.window_runs = window;
@@ -326,29 +326,32 @@ void FastModel::AttendChunk(DecoderState& st, uint32_t li, uint32_t T, ThreadPoo
   a.heads = group;
   a.head_dim = hd;
   a.row_stride = kv;
-  a.scale_stride = G * ngk;
   a.window_begin = s.win_begin.data();
   a.window_end = s.win_end.data();
   a.out = s.o.data();
   a.out_stride = H * hd;
   if (S > 0 && !in_sinks) {
-    job.sink_runs[0] = {cache.SinkK(li, 0), cache.SinkKScale(li, 0), cache.SinkV(li, 0), cache.SinkVScale(li, 0),
-                        static_cast<uint32_t>(S), true};
+    job.sink_runs[0] = {cache.SinkK(li, 0), cache.SinkKScale(li, 0, 0), cache.SinkV(li, 0), cache.SinkVScale(li, 0, 0),
+                        static_cast<uint32_t>(S), true, 1, cache.SinkScaleGroupStride()};
     a.num_sink_runs = 1;
   }
   uint32_t nr = 0;
   const uint32_t old = static_cast<uint32_t>(t0 - first0);
   if (old && in_sinks) {
-    job.window_runs[nr++] = {cache.SinkK(li, 0), cache.SinkKScale(li, 0), cache.SinkV(li, 0), cache.SinkVScale(li, 0), old, false};
+    job.window_runs[nr++] = {cache.SinkK(li, 0), cache.SinkKScale(li, 0, 0), cache.SinkV(li, 0), cache.SinkVScale(li, 0, 0),
+                             old, false, 1, cache.SinkScaleGroupStride()};
   } else if (old) {
     const uint32_t s0 = cache.RingSlot(first0);
     const uint32_t n0 = std::min<uint32_t>(old, static_cast<uint32_t>(W) - s0);
-    job.window_runs[nr++] = {cache.RingK(li, s0), cache.RingKScale(li, s0), cache.RingV(li, s0), cache.RingVScale(li, s0), n0, false};
+    const uint32_t gs = cache.RingScaleGroupStride();
+    job.window_runs[nr++] = {cache.RingK(li, s0), cache.RingKScale(li, s0, 0), cache.RingV(li, s0), cache.RingVScale(li, s0, 0),
+                             n0, false, 1, gs};
     if (n0 < old) {
-      job.window_runs[nr++] = {cache.RingK(li, 0), cache.RingKScale(li, 0), cache.RingV(li, 0), cache.RingVScale(li, 0), old - n0, false};
+      job.window_runs[nr++] = {cache.RingK(li, 0), cache.RingKScale(li, 0, 0), cache.RingV(li, 0), cache.RingVScale(li, 0, 0),
+                               old - n0, false, 1, gs};
     }
   }
-  job.window_runs[nr++] = {s.ck.data(), s.cks.data(), s.cv.data(), s.cvs.data(), T, false};
+  job.window_runs[nr++] = {s.ck.data(), s.cks.data(), s.cv.data(), s.cvs.data(), T, false, G * ngk, 1};  // the chunk's own rows
   a.num_window_runs = nr;
   job.groups = G;
   job.tokens_per_block = std::max<uint32_t>(1, kAttentionBlockRows / group);
