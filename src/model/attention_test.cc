@@ -41,6 +41,12 @@ struct Scales {
     }
     return r;
   }
+  // Kv head g's rows from slot `first` on (rows `row` values apart), with their scales.
+  KvRun Run(const std::vector<int8_t>& k, const std::vector<int8_t>& v, uint32_t row, uint32_t hd, uint32_t g,
+            uint32_t first, uint32_t count, bool sink, bool by_group) const {
+    const size_t at = size_t(first) * row + size_t(g) * hd;
+    return Point({&k[at], nullptr, &v[at], nullptr, count, sink}, by_group, g, first);
+  }
   const std::vector<float>& ks;
   const std::vector<float>& vs;
   std::vector<float> ks_by_group, vs_by_group;
@@ -72,8 +78,7 @@ TEST(AttendGroup, SimdEqualsReference) {
         const Scales scales(ks, vs, slots, srow, groups);
         for (bool by_group : {false, true}) {
           auto run = [&](uint32_t first, uint32_t count, bool sink) {
-            const KvRun rows{&k[first * row + g * hd], nullptr, &v[first * row + g * hd], nullptr, count, sink};
-            return scales.Point(rows, by_group, g, first);
+            return scales.Run(k, v, row, hd, g, first, count, sink, by_group);
           };
           KvRun runs[3] = {run(0, 7, true), run(30, 10, false), run(7, 12, false)};
           // The kernel's scratch may start at any float (a kv group's share of the
@@ -124,8 +129,7 @@ TEST(AttendGroup, LongWindowsEqualReference) {
             const Scales scales(ks, vs, slots, srow, groups);
             for (bool by_group : {false, true}) {
               auto run = [&](uint32_t slot, uint32_t count, bool sink) {
-                const KvRun rows{&k[slot * row + g * hd], nullptr, &v[slot * row + g * hd], nullptr, count, sink};
-                return scales.Point(rows, by_group, g, slot);
+                return scales.Run(k, v, row, hd, g, slot, count, sink, by_group);
               };
               KvRun runs[3] = {run(0, sinks, true), run(sinks + 5, first, false), run(sinks, tail, false)};
               std::vector<float> sc1(heads * total), sc2(heads * total), out1(heads * hd), out2(heads * hd, 9.0f);
@@ -179,8 +183,7 @@ TEST(AttendBlock, SimdEqualsReference) {
           const Scales scales(ks, vs, slots, srow, groups);
           for (bool by_group : {false, true}) {
             auto run = [&](uint32_t first, uint32_t count) {
-              const KvRun rows{&k[first * row + g * hd], nullptr, &v[first * row + g * hd], nullptr, count, false};
-              return scales.Point(rows, by_group, g, first);
+              return scales.Run(k, v, row, hd, g, first, count, false, by_group);
             };
             KvRun sink_runs[1] = {run(0, sinks)};
             // Window sequence: 40 keys at slots 100.., 37 at slots 50.. (a wrapped ring), then the chunk.
@@ -253,8 +256,7 @@ TEST(AttendBlock, LongBlocksEqualReference) {
           const Scales scales(ks, vs, slots, srow, groups);
           for (bool by_group : {false, true}) {
             auto run = [&](uint32_t first, uint32_t count) {
-              const KvRun rows{&k[first * row + g * hd], nullptr, &v[first * row + g * hd], nullptr, count, false};
-              return scales.Point(rows, by_group, g, first);
+              return scales.Run(k, v, row, hd, g, first, count, false, by_group);
             };
             KvRun sink_runs[1] = {run(0, sinks)};
             KvRun window_runs[2] = {run(sinks + 30, window - 30), run(sinks, 30)};  // a wrapped ring
